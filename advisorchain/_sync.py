@@ -1,0 +1,84 @@
+"""The one bridge from blocking code to the async core.
+
+Every sync method of the library goes through ``run`` or ``iterate``. They run coroutines on one
+long-lived event loop in a daemon thread, so async SDK clients (bound to the loop they first ran
+on) keep working across many sync calls. Called from inside a running event loop they refuse with
+a clear error naming the async form, instead of deadlocking.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import AsyncIterator, Coroutine, Iterator
+from typing import Any, TypeVar
+
+from .errors import SyncInAsyncContextError
+
+__all__ = ["iterate", "run"]
+
+T = TypeVar("T")
+
+_lock = threading.Lock()
+_loop: asyncio.AbstractEventLoop | None = None
+
+
+def _bridge_loop() -> asyncio.AbstractEventLoop:
+    global _loop
+    loop = _loop
+    if loop is not None and not loop.is_closed():
+        return loop
+    with _lock:
+        if _loop is None or _loop.is_closed():
+            _loop = asyncio.new_event_loop()
+            threading.Thread(target=_loop.run_forever, name="advisorchain-sync", daemon=True).start()
+        return _loop
+
+
+def ensure_no_running_loop(sync_name: str, async_name: str) -> None:
+    """Refuse a blocking call made from inside a running event loop."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    raise SyncInAsyncContextError(
+        f"{sync_name} blocks, and was called inside a running event loop; use `{async_name}` there instead"
+    )
+
+
+def run(coro: Coroutine[Any, Any, T], sync_name: str, async_name: str) -> T:
+    """Run ``coro`` to completion from blocking code and return its result."""
+    try:
+        ensure_no_running_loop(sync_name, async_name)
+    except SyncInAsyncContextError:
+        coro.close()
+        raise
+    future = asyncio.run_coroutine_threadsafe(coro, _bridge_loop())
+    try:
+        return future.result()
+    except BaseException:
+        future.cancel()
+        raise
+
+
+def iterate(source: AsyncIterator[T], sync_name: str, async_name: str) -> Iterator[T]:
+    """Iterate an async iterator from blocking code; closing the iterator early closes ``source``."""
+    ensure_no_running_loop(sync_name, async_name)
+    loop = _bridge_loop()
+    finished = False
+    try:
+        while True:
+            try:
+                item = asyncio.run_coroutine_threadsafe(_next(source), loop).result()
+            except StopAsyncIteration:
+                finished = True
+                return
+            yield item
+    finally:
+        aclose = getattr(source, "aclose", None)
+        if not finished and aclose is not None:
+            asyncio.run_coroutine_threadsafe(aclose(), loop).result()
+
+
+async def _next(source: AsyncIterator[T]) -> T:
+    return await anext(source)

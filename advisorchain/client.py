@@ -1,0 +1,432 @@
+"""ChatClient: the fluent front door. A spec builds one frozen request; the advisors of the client
+and of the request, sorted by order, form the chain that runs it. One async implementation;
+the blocking forms go through the bridge in ``_sync``."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar, overload
+
+from . import _sync
+from . import observability as obs
+from .advisors.api import (
+    AdvisorParams,
+    CallAdvisorChain,
+    ChatClientRequest,
+    ChatClientResponse,
+    MemoryAdvisor,
+    StreamAdvisorChain,
+    ToolAdvisor,
+    check_advisor,
+)
+from .errors import ChainConfigurationError
+from .memory.api import ChatMemory
+from .messages import AssistantMessage, Message, SystemMessage, ToolResponseMessage, UserMessage
+from .model import ChatModel, ChatOptions, ChatResponse, Prompt
+from .output import OutputConverter
+from .tools.api import ToolCallback
+
+__all__ = [
+    "AsyncCallResponseSpec",
+    "AsyncStreamResponseSpec",
+    "CallResponseSpec",
+    "ChatClient",
+    "ChatClientRequestSpec",
+    "StreamResponseSpec",
+]
+
+T = TypeVar("T")
+_MESSAGE_TYPES = (SystemMessage, UserMessage, AssistantMessage, ToolResponseMessage)
+
+
+def _check_model(model: object) -> ChatModel:
+    if not (callable(getattr(model, "call", None)) and callable(getattr(model, "stream", None))):
+        raise ChainConfigurationError(
+            f"{model!r} is not a ChatModel: it needs `async call(prompt)` and `stream(prompt)` "
+            "(see advisorchain.testing.ScriptedChatModel or advisorchain.models)"
+        )
+    return model  # type: ignore[return-value]
+
+
+def _to_tool_callbacks(tools: Sequence[object]) -> tuple[ToolCallback, ...]:
+    if not tools:
+        return ()
+    from .tools import tool_callbacks
+
+    return tuple(tool_callbacks(*tools))
+
+
+def _check_unique_tools(callbacks: Sequence[ToolCallback]) -> None:
+    seen: set[str] = set()
+    for cb in callbacks:
+        name = cb.definition.name
+        if name in seen:
+            raise ChainConfigurationError(
+                f"two tools are named {name!r} in one request; tool names must be unique"
+            )
+        seen.add(name)
+
+
+class ChatClient:
+    """Runs prompts through an advisor chain to a ChatModel.
+
+    >>> client = ChatClient(model, default_system="Be brief.")
+    >>> client.prompt("What is the capital of France?").call().content()
+    """
+
+    def __init__(
+        self,
+        model: ChatModel,
+        *,
+        default_advisors: Iterable[object] = (),
+        default_system: str | None = None,
+        default_tools: Iterable[object] = (),
+        default_options: ChatOptions | None = None,
+        tool_calling_auto_register: bool = True,
+    ) -> None:
+        self.model = _check_model(model)
+        self.default_advisors: tuple[object, ...] = tuple(default_advisors)
+        for advisor in self.default_advisors:
+            check_advisor(advisor)
+        self.default_system = default_system
+        self.default_tools: tuple[ToolCallback, ...] = _to_tool_callbacks(tuple(default_tools))
+        self.default_options = default_options
+        self.tool_calling_auto_register = tool_calling_auto_register
+
+    def prompt(self, prompt: str | Prompt | None = None) -> ChatClientRequestSpec:
+        """Start a request: with the user text, a whole Prompt, or nothing (then use ``.user``)."""
+        spec = ChatClientRequestSpec(self)
+        if isinstance(prompt, Prompt):
+            spec.messages(prompt.instructions)
+            if prompt.options is not None:
+                spec.options(prompt.options)
+        elif prompt is not None:
+            spec.user(prompt)
+        return spec
+
+
+class ChatClientRequestSpec:
+    """A fluent request builder; every method returns the spec. Nothing runs until a terminal
+    operation (``call()``/``acall()``/``stream()``/``astream()`` and then ``content()``...)."""
+
+    def __init__(self, client: ChatClient) -> None:
+        self._client = client
+        self._system: str | None = client.default_system
+        self._user: str | None = None
+        self._messages: list[Message] = []
+        self._tools: list[object] = []
+        self._tool_context: dict[str, Any] = {}
+        self._options: ChatOptions | None = None
+        self._advisors: list[object] = []
+        self._params: dict[str, Any] = {}
+
+    def system(self, text: str) -> ChatClientRequestSpec:
+        """The system message (replaces the client's default)."""
+        self._system = _non_blank(text, "system text")
+        return self
+
+    def user(self, text: str) -> ChatClientRequestSpec:
+        """The user message, placed after ``messages(...)``."""
+        self._user = _non_blank(text, "user text")
+        return self
+
+    def messages(self, *messages: Message | Iterable[Message]) -> ChatClientRequestSpec:
+        """Messages (history) placed between the system text and the user text, in order."""
+        for item in messages:
+            for m in (item,) if isinstance(item, _MESSAGE_TYPES) else item:
+                if not isinstance(m, _MESSAGE_TYPES):
+                    raise ChainConfigurationError(f"messages() takes Message objects, got {m!r}")
+                self._messages.append(m)
+        return self
+
+    def tools(self, *tools: object) -> ChatClientRequestSpec:
+        """Tools for this request: ``@tool`` functions, objects with ``@tool`` methods, ToolCallbacks."""
+        self._tools.extend(tools)
+        return self
+
+    def tool_context(self, context: Mapping[str, Any]) -> ChatClientRequestSpec:
+        """Values handed to tools in their ToolContext (never shown to the model)."""
+        self._tool_context.update(context)
+        return self
+
+    def options(self, options: ChatOptions) -> ChatClientRequestSpec:
+        """Options for this request, on top of the client's defaults."""
+        if not isinstance(options, ChatOptions):
+            raise ChainConfigurationError(f"options() takes ChatOptions, got {options!r}")
+        self._options = options if self._options is None else options.merged_over(self._options)
+        return self
+
+    def advisors(self, *advisors: object) -> ChatClientRequestSpec:
+        """Advisors for this request, joining the client's default advisors."""
+        for item in advisors:
+            for a in item if isinstance(item, list | tuple) else (item,):
+                check_advisor(a)
+                self._advisors.append(a)
+        return self
+
+    def param(self, key: str, value: Any) -> ChatClientRequestSpec:
+        """A request-context entry (e.g. ``ChatMemory.CONVERSATION_ID``) that advisors read."""
+        self._params[key] = value
+        return self
+
+    # -- terminal operations -------------------------------------------------------------------
+
+    def call(self) -> CallResponseSpec:
+        """Blocking call; the request runs on the first ``content()``/``chat_response()``..."""
+        return CallResponseSpec(AsyncCallResponseSpec(self))
+
+    def acall(self) -> AsyncCallResponseSpec:
+        """Async call; the request runs on the first awaited ``content()``/``chat_response()``..."""
+        return AsyncCallResponseSpec(self)
+
+    def stream(self) -> StreamResponseSpec:
+        """Blocking stream of chunks or text deltas."""
+        _sync.ensure_no_running_loop("stream()", "astream()")
+        return StreamResponseSpec(AsyncStreamResponseSpec(self))
+
+    def astream(self) -> AsyncStreamResponseSpec:
+        """Async stream of chunks or text deltas."""
+        return AsyncStreamResponseSpec(self)
+
+    # -- building the request ------------------------------------------------------------------
+
+    def _build(
+        self, extra_context: Mapping[str, Any] | None = None, output_schema: Mapping[str, Any] | None = None
+    ) -> _Request:
+        instructions: list[Message] = []
+        if self._system is not None:
+            instructions.append(SystemMessage(self._system))
+        instructions.extend(self._messages)
+        if self._user is not None:
+            instructions.append(UserMessage(self._user))
+        if not instructions:
+            raise ChainConfigurationError(
+                "the prompt is empty: give it user text (prompt('...') or .user('...'))"
+            )
+        context: dict[str, Any] = {**self._params, **(extra_context or {})}
+        options = self._build_options(context)
+        if output_schema is not None:
+            options = (options or ChatOptions()).copy(output_schema=output_schema)
+        advisors = self._build_advisors(context)
+        return _Request(ChatClientRequest(Prompt(tuple(instructions), options), context), advisors)
+
+    def _build_options(self, context: Mapping[str, Any]) -> ChatOptions | None:
+        client = self._client
+        options = client.default_options
+        if self._options is not None:
+            options = self._options.merged_over(options)
+        tools = client.default_tools + _to_tool_callbacks(self._tools)
+        tool_context = dict(self._tool_context)
+        conversation_id = context.get(ChatMemory.CONVERSATION_ID)
+        if conversation_id is not None:
+            tool_context["conversation_id"] = conversation_id
+        if not tools and not tool_context:
+            return options
+        options = ChatOptions(tool_callbacks=tools, tool_context=tool_context).merged_over(options)
+        _check_unique_tools(options.tool_callbacks)
+        return options
+
+    def _build_advisors(self, context: Mapping[str, Any]) -> tuple[Any, ...]:
+        client = self._client
+        advisors = [*client.default_advisors, *self._advisors]
+        seen: dict[int, object] = {}
+        for a in advisors:
+            if id(a) in seen:
+                raise ChainConfigurationError(f"advisor {a.name!r} was registered twice")  # type: ignore[attr-defined]
+            seen[id(a)] = a
+        tool_advisors = [a for a in advisors if isinstance(a, ToolAdvisor)]
+        if len(tool_advisors) > 1:
+            names = " and ".join(repr(a.name) for a in tool_advisors)  # type: ignore[attr-defined]
+            raise ChainConfigurationError(f"a chain may hold one ToolAdvisor, this one has {names}")
+        auto = client.tool_calling_auto_register and context.get(
+            AdvisorParams.TOOL_CALLING_ADVISOR_AUTO_REGISTER, True
+        )
+        if not tool_advisors and auto:
+            advisors.append(_auto_tool_advisor(advisors))
+        # sorted() is stable: equal orders keep registration order, defaults first.
+        return tuple(sorted(advisors, key=lambda a: a.order))  # type: ignore[attr-defined]
+
+
+def _auto_tool_advisor(advisors: Sequence[object]) -> object:
+    from .advisors.tool_calling import ToolCallingAdvisor
+
+    inner_memory = any(
+        isinstance(a, MemoryAdvisor) and a.order > ToolCallingAdvisor.DEFAULT_ORDER for a in advisors
+    )
+    return ToolCallingAdvisor(conversation_history_enabled=not inner_memory)
+
+
+def _non_blank(text: str, what: str) -> str:
+    if not isinstance(text, str):
+        raise ChainConfigurationError(f"{what} must be a str, got {text!r}")
+    if not text.strip():
+        raise ChainConfigurationError(f"{what} is blank; give the model something to answer")
+    return text
+
+
+@dataclass(frozen=True, slots=True)
+class _Request:
+    request: ChatClientRequest
+    advisors: tuple[Any, ...]
+
+    async def call(self, model: ChatModel) -> ChatClientResponse:
+        chain = CallAdvisorChain([a for a in self.advisors if hasattr(a, "advise_call")], model)
+        if obs.tracing_enabled():
+            with obs.span("advisorchain request", {"advisorchain.advisors": [a.name for a in self.advisors]}):
+                return await chain.next_call(self.request)
+        return await chain.next_call(self.request)
+
+    def stream(self, model: ChatModel) -> AsyncIterator[ChatClientResponse]:
+        chain = StreamAdvisorChain([a for a in self.advisors if hasattr(a, "advise_stream")], model)
+        source = chain.next_stream(self.request)
+        if obs.tracing_enabled():
+            return obs.traced_stream(
+                "advisorchain request", source, {"advisorchain.advisors": [a.name for a in self.advisors]}
+            )
+        return source
+
+
+class AsyncCallResponseSpec:
+    """The result of ``acall()``: the request runs once, on the first awaited accessor."""
+
+    def __init__(self, spec: ChatClientRequestSpec) -> None:
+        self._spec = spec
+        self._result: ChatClientResponse | None = None
+
+    async def chat_client_response(self) -> ChatClientResponse:
+        """The response with the request context the advisors left."""
+        if self._result is None:
+            self._result = await self._spec._build().call(self._spec._client.model)
+        return self._result
+
+    async def chat_response(self) -> ChatResponse:
+        """The model's (final) response."""
+        response = (await self.chat_client_response()).chat_response
+        if response is None:
+            raise ChainConfigurationError("the advisor chain returned no chat response")
+        return response
+
+    async def content(self) -> str | None:
+        """The first generation's text."""
+        return (await self.chat_response()).text
+
+    @overload
+    async def entity(
+        self, output_type: type[T], *, schema_validation: bool = ..., native: bool = ...
+    ) -> T: ...
+    @overload
+    async def entity(self, output_type: Any, *, schema_validation: bool = ..., native: bool = ...) -> Any: ...
+    async def entity(self, output_type: Any, *, schema_validation: bool = False, native: bool = False) -> Any:
+        """The answer parsed into ``output_type`` (its own request, with format instructions).
+
+        ``schema_validation=True`` adds a StructuredOutputValidationAdvisor (validate and retry);
+        ``native=True`` also asks the provider for native JSON-schema output where it has one.
+        """
+        converter: OutputConverter[Any] = OutputConverter(output_type)
+        spec = self._spec
+        request = spec._build(
+            {AdvisorParams.OUTPUT_FORMAT: converter.format_instructions},
+            converter.json_schema if native else None,
+        )
+        if schema_validation:
+            request = _with_validation_advisor(request, output_type)
+        response = await request.call(spec._client.model)
+        return converter.parse(response.chat_response.text if response.chat_response else None)
+
+
+def _with_validation_advisor(request: _Request, output_type: Any) -> _Request:
+    from .advisors.structured_output import StructuredOutputValidationAdvisor
+
+    if any(isinstance(a, StructuredOutputValidationAdvisor) for a in request.advisors):
+        return request
+    advisor = StructuredOutputValidationAdvisor(output_type=output_type)
+    advisors = tuple(sorted((*request.advisors, advisor), key=lambda a: a.order))
+    return _Request(request.request, advisors)
+
+
+class CallResponseSpec:
+    """The result of ``call()``: blocking accessors; the request runs once, on the first one."""
+
+    def __init__(self, spec: AsyncCallResponseSpec) -> None:
+        self._async = spec
+
+    def chat_client_response(self) -> ChatClientResponse:
+        return _sync.run(
+            self._async.chat_client_response(),
+            "call().chat_client_response()",
+            "await acall().chat_client_response()",
+        )
+
+    def chat_response(self) -> ChatResponse:
+        return _sync.run(
+            self._async.chat_response(), "call().chat_response()", "await acall().chat_response()"
+        )
+
+    def content(self) -> str | None:
+        return _sync.run(self._async.content(), "call().content()", "await acall().content()")
+
+    @overload
+    def entity(self, output_type: type[T], *, schema_validation: bool = ..., native: bool = ...) -> T: ...
+    @overload
+    def entity(self, output_type: Any, *, schema_validation: bool = ..., native: bool = ...) -> Any: ...
+    def entity(self, output_type: Any, *, schema_validation: bool = False, native: bool = False) -> Any:
+        return _sync.run(
+            self._async.entity(output_type, schema_validation=schema_validation, native=native),
+            "call().entity()",
+            "await acall().entity()",
+        )
+
+
+class AsyncStreamResponseSpec:
+    """The result of ``astream()``: async iterators over chunks or text deltas."""
+
+    def __init__(self, spec: ChatClientRequestSpec) -> None:
+        self._spec = spec
+
+    def chat_client_responses(self) -> AsyncIterator[ChatClientResponse]:
+        """Every chunk with its context."""
+        return self._spec._build().stream(self._spec._client.model)
+
+    async def chat_responses(self) -> AsyncIterator[ChatResponse]:
+        """Every chunk's ChatResponse."""
+        source = self.chat_client_responses()
+        try:
+            async for chunk in source:
+                if chunk.chat_response is not None:
+                    yield chunk.chat_response
+        finally:
+            await source.aclose()  # type: ignore[attr-defined]
+
+    async def content(self) -> AsyncIterator[str]:
+        """The text deltas."""
+        source = self.chat_client_responses()
+        try:
+            async for chunk in source:
+                text = chunk.chat_response.text if chunk.chat_response is not None else None
+                if text:
+                    yield text
+        finally:
+            await source.aclose()  # type: ignore[attr-defined]
+
+
+class StreamResponseSpec:
+    """The result of ``stream()``: blocking iterators over chunks or text deltas."""
+
+    def __init__(self, spec: AsyncStreamResponseSpec) -> None:
+        self._async = spec
+
+    def chat_client_responses(self) -> Iterator[ChatClientResponse]:
+        return _sync.iterate(
+            self._async.chat_client_responses(),
+            "stream().chat_client_responses()",
+            "astream().chat_client_responses()",
+        )
+
+    def chat_responses(self) -> Iterator[ChatResponse]:
+        return _sync.iterate(
+            self._async.chat_responses(), "stream().chat_responses()", "astream().chat_responses()"
+        )
+
+    def content(self) -> Iterator[str]:
+        return _sync.iterate(self._async.content(), "stream().content()", "astream().content()")

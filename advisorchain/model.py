@@ -1,0 +1,281 @@
+"""The model layer: what goes to a chat model (Prompt, ChatOptions), what comes back
+(ChatResponse, Generation, Usage), the ChatModel protocol, and the stream aggregator."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from .messages import AssistantMessage, Message, SystemMessage, ToolCall, UserMessage
+from .tools.api import ToolCallback
+
+if TYPE_CHECKING:
+    from .advisors.api import ChatClientResponse
+
+__all__ = [
+    "ChatClientMessageAggregator",
+    "ChatModel",
+    "ChatOptions",
+    "ChatResponse",
+    "ChatResponseMetadata",
+    "Generation",
+    "Prompt",
+    "Usage",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class ChatOptions:
+    """Options for one model call. Unset (None) fields leave the provider's default.
+
+    ``tool_callbacks`` are the tools the model may call, ``tool_context`` is handed to them;
+    ``output_schema`` asks a provider that supports it for native JSON-schema output;
+    ``extra`` is passed through to the provider's request as is.
+    """
+
+    model: str | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+    top_p: float | None = None
+    stop: Sequence[str] | None = None
+    tool_callbacks: Sequence[ToolCallback] = ()
+    tool_context: Mapping[str, Any] = field(default_factory=dict)
+    output_schema: Mapping[str, Any] | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if type(self.tool_callbacks) is not tuple:
+            object.__setattr__(self, "tool_callbacks", tuple(self.tool_callbacks))
+        if self.stop is not None and type(self.stop) is not tuple:
+            if isinstance(self.stop, str):
+                raise TypeError(
+                    f"ChatOptions.stop must be a sequence of strings, not a string: {self.stop!r}"
+                )
+            object.__setattr__(self, "stop", tuple(self.stop))
+
+    def copy(self, **changes: Any) -> ChatOptions:
+        """A copy with ``changes`` applied (unknown names raise TypeError)."""
+        return dataclasses.replace(self, **changes)
+
+    def merged_over(self, base: ChatOptions | None) -> ChatOptions:
+        """These options on top of ``base``: set fields win, tools and mappings are joined."""
+        if base is None:
+            return self
+        changes: dict[str, Any] = {}
+        for f in dataclasses.fields(self):
+            mine, theirs = getattr(self, f.name), getattr(base, f.name)
+            if f.name == "tool_callbacks":
+                changes[f.name] = tuple(theirs) + tuple(mine)
+            elif f.name in ("tool_context", "extra"):
+                changes[f.name] = {**theirs, **mine}
+            else:
+                changes[f.name] = theirs if mine is None else mine
+        return ChatOptions(**changes)
+
+
+@dataclass(frozen=True, slots=True)
+class Prompt:
+    """The messages for one model call and its options."""
+
+    instructions: Sequence[Message]
+    options: ChatOptions | None = None
+
+    def __post_init__(self) -> None:
+        if type(self.instructions) is not tuple:
+            object.__setattr__(self, "instructions", tuple(self.instructions))
+
+    def copy(self, **changes: Any) -> Prompt:
+        """A copy with ``instructions`` and/or ``options`` replaced."""
+        return dataclasses.replace(self, **changes)
+
+    @property
+    def system_message(self) -> SystemMessage | None:
+        """The first system message, if any."""
+        for m in self.instructions:
+            if isinstance(m, SystemMessage):
+                return m
+        return None
+
+    @property
+    def last_user_message(self) -> UserMessage | None:
+        """The last user message, if any."""
+        for m in reversed(self.instructions):
+            if isinstance(m, UserMessage):
+                return m
+        return None
+
+    def with_last_user_text(self, text: str) -> Prompt:
+        """A copy whose last user message has ``text`` (a user message is added when there is none)."""
+        msgs = list(self.instructions)
+        for i in range(len(msgs) - 1, -1, -1):
+            m = msgs[i]
+            if isinstance(m, UserMessage):
+                msgs[i] = UserMessage(text, m.metadata)
+                return self.copy(instructions=tuple(msgs))
+        return self.copy(instructions=(*msgs, UserMessage(text)))
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Token usage of one or more model calls (``+`` adds them up)."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def __add__(self, other: Usage | None) -> Usage:
+        if other is None:
+            return self
+        return Usage(
+            self.prompt_tokens + other.prompt_tokens, self.completion_tokens + other.completion_tokens
+        )
+
+    @staticmethod
+    def sum(usages: Iterable[Usage | None]) -> Usage | None:
+        """The sum of the usages that are known, or None when none is."""
+        total: Usage | None = None
+        for u in usages:
+            if u is not None:
+                total = u if total is None else total + u
+        return total
+
+
+@dataclass(frozen=True, slots=True)
+class Generation:
+    """One answer of the model and why it ended."""
+
+    output: AssistantMessage
+    finish_reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ChatResponseMetadata:
+    """What the provider said about a response as a whole."""
+
+    id: str | None = None
+    model: str | None = None
+    usage: Usage | None = None
+    finish_reason: str | None = None
+
+
+_EMPTY_METADATA = ChatResponseMetadata()
+
+
+@dataclass(frozen=True, slots=True)
+class ChatResponse:
+    """A model's response (or one chunk of a streamed response)."""
+
+    generations: Sequence[Generation]
+    metadata: ChatResponseMetadata = _EMPTY_METADATA
+
+    def __post_init__(self) -> None:
+        if type(self.generations) is not tuple:
+            object.__setattr__(self, "generations", tuple(self.generations))
+
+    @classmethod
+    def of(
+        cls,
+        message: AssistantMessage,
+        finish_reason: str | None = None,
+        usage: Usage | None = None,
+        **meta: Any,
+    ) -> ChatResponse:
+        """A one-generation response."""
+        return cls(
+            (Generation(message, finish_reason),),
+            ChatResponseMetadata(usage=usage, finish_reason=finish_reason, **meta),
+        )
+
+    @property
+    def result(self) -> Generation | None:
+        """The first generation, or None."""
+        return self.generations[0] if self.generations else None
+
+    @property
+    def text(self) -> str | None:
+        """The first generation's text, or None."""
+        return self.generations[0].output.text if self.generations else None
+
+    @property
+    def finish_reason(self) -> str | None:
+        """The response's finish reason: the metadata's, else the first generation's."""
+        if self.metadata.finish_reason is not None:
+            return self.metadata.finish_reason
+        for g in self.generations:
+            if g.finish_reason is not None:
+                return g.finish_reason
+        return None
+
+    def has_tool_calls(self) -> bool:
+        """True when any generation asks for tool calls."""
+        return any(g.output.tool_calls for g in self.generations)
+
+    def with_usage(self, usage: Usage | None) -> ChatResponse:
+        """A copy whose metadata carries ``usage``."""
+        return dataclasses.replace(self, metadata=dataclasses.replace(self.metadata, usage=usage))
+
+
+@runtime_checkable
+class ChatModel(Protocol):
+    """A chat model: one async call, or a stream of chunks. It never executes tools.
+
+    A stream chunk's text is a delta; tool calls come whole, once the provider finished them;
+    the last chunk carries the finish reason and usage when the provider reports them.
+    """
+
+    async def call(self, prompt: Prompt) -> ChatResponse: ...
+
+    def stream(self, prompt: Prompt) -> AsyncIterator[ChatResponse]: ...
+
+
+class ChatClientMessageAggregator:
+    """Joins stream chunks into one response: the first generation's text deltas, the tool calls in
+    order, and the last finish reason, usage, id and model."""
+
+    @staticmethod
+    def aggregate(chunks: Iterable[ChatResponse]) -> ChatResponse:
+        texts: list[str] = []
+        calls: list[ToolCall] = []
+        metadata: dict[str, Any] = {}
+        gen_finish: str | None = None
+        rid = model = finish = None
+        usage: Usage | None = None
+        for chunk in chunks:
+            if chunk.generations:
+                first = chunk.generations[0]
+                out = first.output
+                if out.text is not None:
+                    texts.append(out.text)
+                calls.extend(out.tool_calls)
+                if out.metadata:
+                    metadata.update(out.metadata)
+                gen_finish = first.finish_reason or gen_finish
+            meta = chunk.metadata
+            rid = meta.id or rid
+            model = meta.model or model
+            usage = meta.usage or usage
+            finish = meta.finish_reason or finish
+        message = AssistantMessage("".join(texts) if texts else None, tuple(calls), metadata)
+        return ChatResponse(
+            (Generation(message, gen_finish or finish),),
+            ChatResponseMetadata(rid, model, usage, finish or gen_finish),
+        )
+
+    @staticmethod
+    def aggregate_responses(chunks: Iterable[ChatClientResponse]) -> ChatClientResponse:
+        from .advisors.api import ChatClientResponse
+
+        responses: list[ChatResponse] = []
+        context: dict[str, Any] = {}
+        for chunk in chunks:
+            if chunk.chat_response is not None:
+                responses.append(chunk.chat_response)
+            context.update(chunk.context)
+        return ChatClientResponse(
+            ChatClientMessageAggregator.aggregate(responses) if responses else None, context
+        )

@@ -1,0 +1,130 @@
+"""Test doubles for your own tests: chat models that answer from a script or a function.
+
+>>> model = ScriptedChatModel(["Paris."])
+>>> ChatClient(model).prompt("Capital of France?").call().content()
+'Paris.'
+>>> model.prompts[0].instructions
+(UserMessage(text='Capital of France?', metadata={}),)
+
+Both models stream too: the text is split into word chunks, tool calls come whole in the last
+chunk, which also carries the finish reason and usage.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from typing import TypeAlias
+
+from .errors import AdvisorChainError
+from .messages import AssistantMessage
+from .model import ChatResponse, ChatResponseMetadata, Generation, Prompt
+
+__all__ = ["FunctionChatModel", "Reply", "ScriptedChatModel", "stream_chunks"]
+
+Reply: TypeAlias = AssistantMessage | ChatResponse | str
+"""What a test model may answer: a message, a whole response, or plain text."""
+
+_WORDS = re.compile(r"\s*\S+|\s+")
+
+
+def _as_response(reply: Reply) -> ChatResponse:
+    if isinstance(reply, ChatResponse):
+        return reply
+    if isinstance(reply, str):
+        reply = AssistantMessage(reply)
+    if isinstance(reply, AssistantMessage):
+        finish = "tool_calls" if reply.tool_calls else "stop"
+        return ChatResponse((Generation(reply, finish),), ChatResponseMetadata(finish_reason=finish))
+    raise TypeError(f"a test model must answer with an AssistantMessage, ChatResponse or str, not {reply!r}")
+
+
+def stream_chunks(response: ChatResponse) -> list[ChatResponse]:
+    """``response`` as stream chunks: one per word of the first generation's text, then a last
+    chunk with the tool calls, the finish reason, usage, id and model."""
+    result = response.result
+    message = result.output if result is not None else AssistantMessage()
+    text = message.text or ""
+    chunks = [ChatResponse((Generation(AssistantMessage(word)),)) for word in _WORDS.findall(text)]
+    finish = response.finish_reason
+    last = AssistantMessage(None, message.tool_calls, message.metadata)
+    chunks.append(ChatResponse((Generation(last, finish),), response.metadata))
+    return chunks
+
+
+class ScriptedChatModel:
+    """Answers with ``responses`` in turn and records every prompt it receives in ``.prompts``.
+
+    A reply may also be an exception instance, which is raised in its turn (a provider failure).
+    Running out of replies is an error that says how many were used.
+    """
+
+    model_name = "scripted"
+    provider = "advisorchain.testing"
+
+    def __init__(self, responses: Iterable[Reply | BaseException]) -> None:
+        self._responses = list(responses)
+        self._next = 0
+        self.prompts: list[Prompt] = []
+
+    @property
+    def remaining(self) -> int:
+        """How many scripted replies are left."""
+        return len(self._responses) - self._next
+
+    def _take(self, prompt: Prompt) -> ChatResponse:
+        self.prompts.append(prompt)
+        if self._next >= len(self._responses):
+            raise AdvisorChainError(
+                f"ScriptedChatModel ran out of replies: all {len(self._responses)} were used "
+                f"and call {len(self.prompts)} wants another"
+            )
+        reply = self._responses[self._next]
+        self._next += 1
+        if isinstance(reply, BaseException):
+            raise reply
+        return _as_response(reply)
+
+    async def call(self, prompt: Prompt) -> ChatResponse:
+        return self._take(prompt)
+
+    async def stream(self, prompt: Prompt) -> AsyncIterator[ChatResponse]:
+        for chunk in stream_chunks(self._take(prompt)):
+            yield chunk
+
+
+class FunctionChatModel:
+    """Answers with ``fn(prompt)``, a sync or async function returning a Reply.
+
+    ``stream_fn``, when given, produces the stream chunks itself (an async iterator of
+    ChatResponse); otherwise ``fn``'s answer is split into chunks.
+    """
+
+    model_name = "function"
+    provider = "advisorchain.testing"
+
+    def __init__(
+        self,
+        fn: Callable[[Prompt], Reply | Awaitable[Reply]],
+        stream_fn: Callable[[Prompt], AsyncIterator[ChatResponse]] | None = None,
+    ) -> None:
+        self.fn = fn
+        self.stream_fn = stream_fn
+        self.prompts: list[Prompt] = []
+
+    async def call(self, prompt: Prompt) -> ChatResponse:
+        self.prompts.append(prompt)
+        reply = self.fn(prompt)
+        if inspect.isawaitable(reply):
+            reply = await reply
+        return _as_response(reply)
+
+    async def stream(self, prompt: Prompt) -> AsyncIterator[ChatResponse]:
+        if self.stream_fn is not None:
+            self.prompts.append(prompt)
+            async for chunk in self.stream_fn(prompt):
+                yield chunk
+            return
+        for chunk in stream_chunks(await self.call(prompt)):
+            yield chunk
