@@ -3,6 +3,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from helpers import Recorder
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -25,7 +26,6 @@ from advisorchain import (
     Usage,
     UserMessage,
 )
-from helpers import Recorder
 
 
 def _request(text: str = "hi", **context: Any) -> ChatClientRequest:
@@ -93,8 +93,9 @@ def test_copy_after_any_advisor_is_exactly_the_suffix(orders: list[int], data: s
     chain = CallAdvisorChain(advisors, ScriptedChatModel([]))
     i = data.draw(st.integers(min_value=0, max_value=len(advisors) - 1))
     assert list(chain.copy(advisors[i]).call_advisors) == advisors[i + 1 :]
-    assert list(StreamAdvisorChain(advisors, ScriptedChatModel([])).copy(advisors[i]).stream_advisors) == (
-        advisors[i + 1 :]
+    assert (
+        list(StreamAdvisorChain(advisors, ScriptedChatModel([])).copy(advisors[i]).stream_advisors)
+        == (advisors[i + 1 :])
     )
 
 

@@ -4,6 +4,7 @@ import asyncio
 from typing import Any
 
 import pytest
+from helpers import CallOnly, Recorder
 from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import BaseModel
@@ -29,7 +30,6 @@ from advisorchain import (
     ToolAdvisor,
     UserMessage,
 )
-from helpers import CallOnly, Recorder
 
 
 def _client(model: Any, **kwargs: Any) -> ChatClient:
@@ -125,7 +125,10 @@ async def test_async_stream_chunks_carry_the_context() -> None:
     spec = _client(model).prompt("q").param("k", "v")
     chunks = [c async for c in spec.astream().chat_client_responses()]
     assert all(c.context["k"] == "v" for c in chunks)
-    assert [t async for t in _client(ScriptedChatModel(["a b"])).prompt("q").astream().content()] == ["a", " b"]
+    assert [t async for t in _client(ScriptedChatModel(["a b"])).prompt("q").astream().content()] == [
+        "a",
+        " b",
+    ]
 
 
 def test_params_reach_the_request_context() -> None:
@@ -142,7 +145,9 @@ def test_params_reach_the_request_context() -> None:
 
 def test_conversation_id_reaches_the_tool_context() -> None:
     model = ScriptedChatModel(["x"])
-    _client(model).prompt("q").tool_context({"user": "ann"}).param(ChatMemory.CONVERSATION_ID, "c-7").call().content()
+    _client(model).prompt("q").tool_context({"user": "ann"}).param(
+        ChatMemory.CONVERSATION_ID, "c-7"
+    ).call().content()
     options = model.prompts[0].options
     assert options is not None and dict(options.tool_context) == {"user": "ann", "conversation_id": "c-7"}
 
@@ -243,7 +248,9 @@ def test_a_non_chat_model_is_rejected_at_construction() -> None:
 def test_the_same_advisor_object_twice_is_rejected() -> None:
     advisor = Recorder("dup", 0, [])
     with pytest.raises(ChainConfigurationError, match="'dup' was registered twice"):
-        _client(ScriptedChatModel(["x"]), default_advisors=[advisor]).prompt("q").advisors(advisor).call().content()
+        _client(ScriptedChatModel(["x"]), default_advisors=[advisor]).prompt("q").advisors(
+            advisor
+        ).call().content()
 
 
 @pytest.mark.parametrize(
@@ -251,7 +258,10 @@ def test_the_same_advisor_object_twice_is_rejected() -> None:
     [
         (type("NoOrder", (), {"name": "n", "advise_call": lambda s, r, c: None})(), "'n' has no 'order'"),
         (type("NoName", (), {"order": 1, "advise_call": lambda s, r, c: None})(), "NoName has no 'name'"),
-        (type("BadOrder", (), {"name": "b", "order": "1", "advise_call": lambda s, r, c: None})(), "order '1'"),
+        (
+            type("BadOrder", (), {"name": "b", "order": "1", "advise_call": lambda s, r, c: None})(),
+            "order '1'",
+        ),
         (type("NoMethods", (), {"name": "m", "order": 1})(), "neither advise_call nor advise_stream"),
     ],
 )
@@ -310,7 +320,9 @@ def test_sync_calls_work_from_many_threads() -> None:
 
     async def gather() -> list[str | None]:
         loop = asyncio.get_running_loop()
-        jobs = [loop.run_in_executor(None, lambda i=i: client.prompt(f"m{i}").call().content()) for i in range(8)]
+        jobs = [
+            loop.run_in_executor(None, lambda i=i: client.prompt(f"m{i}").call().content()) for i in range(8)
+        ]
         return list(await asyncio.gather(*jobs))
 
     assert asyncio.run(gather()) == [f"m{i}" for i in range(8)]

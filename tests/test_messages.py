@@ -56,7 +56,9 @@ def test_has_tool_calls() -> None:
 
 def test_tool_call_keeps_malformed_arguments_verbatim() -> None:
     call = ToolCall("1", "f", '{"city": "Par')
-    assert message_from_dict(message_to_dict(AssistantMessage(None, [call]))) == AssistantMessage(None, [call])
+    assert message_from_dict(message_to_dict(AssistantMessage(None, [call]))) == AssistantMessage(
+        None, [call]
+    )
 
 
 def test_dict_form_is_json_safe() -> None:
@@ -69,7 +71,10 @@ def test_dict_form_is_json_safe() -> None:
     [
         ({"type": "robot", "text": "x"}, "unknown message type 'robot'"),
         ({"type": "user"}, "field 'text' must be str"),
-        ({"type": "assistant", "text": None, "tool_calls": [{"id": 1, "name": "f", "arguments": "{}"}]}, "'id'"),
+        (
+            {"type": "assistant", "text": None, "tool_calls": [{"id": 1, "name": "f", "arguments": "{}"}]},
+            "'id'",
+        ),
         ({"type": "tool", "responses": "nope"}, "'responses' must be list"),
         ({"type": "user", "text": "x", "metadata": [1]}, "metadata must be an object"),
         (["user"], "must be a JSON object"),
@@ -81,7 +86,9 @@ def test_malformed_dicts_raise_a_clear_value_error(data: Any, fragment: str) -> 
 
 
 _text = st.text(max_size=30)
-_meta = st.dictionaries(st.text(max_size=5), st.one_of(st.none(), st.integers(), _text, st.booleans()), max_size=3)
+_meta = st.dictionaries(
+    st.text(max_size=5), st.one_of(st.none(), st.integers(), _text, st.booleans()), max_size=3
+)
 _calls = st.lists(st.builds(ToolCall, _text, _text, _text), max_size=3)
 _messages: st.SearchStrategy[Message] = st.one_of(
     st.builds(SystemMessage, _text, _meta),

@@ -121,17 +121,20 @@ A = TypeVar("A")
 class AdvisorChain(Generic[A]):
     """What call and stream chains share: the advisors they were built with and the model."""
 
-    __slots__ = ("_advisors", "_index", "_model", "_next")
+    __slots__ = ("_advisors", "_index", "_model", "_next", "_traced")
 
     def __init__(self, advisors: Sequence[A], model: ChatModel) -> None:
         self._advisors: tuple[A, ...] = tuple(advisors)
         self._index = 0
         self._model = model
         self._next: Any = None
+        # Decided once per chain: an untraced application pays nothing per hop.
+        self._traced = obs.tracing_enabled()
 
     def _at(self, index: int) -> Any:
         chain = object.__new__(type(self))
-        chain._advisors, chain._index, chain._model, chain._next = self._advisors, index, self._model, None
+        chain._advisors, chain._index, chain._model = self._advisors, index, self._model
+        chain._next, chain._traced = None, self._traced
         return chain
 
     def _advance(self) -> Any:
@@ -192,7 +195,7 @@ class CallAdvisorChain(AdvisorChain["CallAdvisor"]):
         index = self._index
         if index < len(self._advisors):
             advisor = self._advisors[index]
-            if obs.tracing_enabled():
+            if self._traced:
                 with obs.span(f"advisor {advisor.name}", {"advisorchain.advisor.order": advisor.order}):
                     return await advisor.advise_call(request, self._advance())
             return await advisor.advise_call(request, self._advance())
@@ -200,7 +203,7 @@ class CallAdvisorChain(AdvisorChain["CallAdvisor"]):
 
     async def _call_model(self, request: ChatClientRequest) -> ChatClientResponse:
         prompt = _model_prompt(request)
-        if obs.tracing_enabled():
+        if self._traced:
             attrs = obs.model_span_attributes(
                 self._model_name(prompt), getattr(self._model, "provider", None)
             )
@@ -233,13 +236,13 @@ class StreamAdvisorChain(AdvisorChain["StreamAdvisor"]):
         if index < len(self._advisors):
             advisor = self._advisors[index]
             source = advisor.advise_stream(request, self._advance())
-            if obs.tracing_enabled():
+            if self._traced:
                 return obs.traced_stream(
                     f"advisor {advisor.name}", source, {"advisorchain.advisor.order": advisor.order}
                 )
             return source
         source = self._stream_model(request)
-        if obs.tracing_enabled():
+        if self._traced:
             prompt = request.prompt
             attrs = obs.model_span_attributes(
                 self._model_name(prompt), getattr(self._model, "provider", None)

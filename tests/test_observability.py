@@ -1,0 +1,83 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from helpers import Recorder
+from opentelemetry import trace
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from advisorchain import ChatClient, ChatResponse, Generation, ScriptedChatModel, Usage
+from advisorchain.messages import AssistantMessage
+from advisorchain.model import ChatResponseMetadata
+
+_exporter = InMemorySpanExporter()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _provider() -> None:
+    if not isinstance(trace.get_tracer_provider(), TracerProvider):
+        provider = TracerProvider()
+        trace.set_tracer_provider(provider)
+    provider = trace.get_tracer_provider()
+    assert isinstance(provider, TracerProvider)
+    provider.add_span_processor(SimpleSpanProcessor(_exporter))
+
+
+@pytest.fixture
+def spans() -> Iterator[InMemorySpanExporter]:
+    _exporter.clear()
+    yield _exporter
+
+
+def _by_name(finished: tuple[ReadableSpan, ...]) -> dict[str, ReadableSpan]:
+    return {s.name: s for s in finished}
+
+
+def _response() -> ChatResponse:
+    meta = ChatResponseMetadata(id="resp-1", model="scripted-1", usage=Usage(7, 3), finish_reason="stop")
+    return ChatResponse([Generation(AssistantMessage("hi"), "stop")], meta)
+
+
+def test_call_opens_request_advisor_and_model_spans_nested(spans: InMemorySpanExporter) -> None:
+    client = ChatClient(ScriptedChatModel([_response()]), tool_calling_auto_register=False)
+    client.prompt("q").advisors(Recorder("outer", 1, []), Recorder("inner", 2, [])).call().content()
+    named = _by_name(spans.get_finished_spans())
+    assert set(named) == {"advisorchain request", "advisor outer", "advisor inner", "chat scripted"}
+    assert named["advisor outer"].parent.span_id == named["advisorchain request"].context.span_id  # type: ignore[union-attr]
+    assert named["advisor inner"].parent.span_id == named["advisor outer"].context.span_id  # type: ignore[union-attr]
+    assert named["chat scripted"].parent.span_id == named["advisor inner"].context.span_id  # type: ignore[union-attr]
+
+
+def test_model_span_follows_the_genai_conventions(spans: InMemorySpanExporter) -> None:
+    ChatClient(ScriptedChatModel([_response()]), tool_calling_auto_register=False).prompt(
+        "q"
+    ).call().content()
+    attrs = dict(_by_name(spans.get_finished_spans())["chat scripted"].attributes or {})
+    assert attrs["gen_ai.operation.name"] == "chat"
+    assert attrs["gen_ai.request.model"] == "scripted"
+    assert attrs["gen_ai.response.id"] == "resp-1"
+    assert attrs["gen_ai.response.model"] == "scripted-1"
+    assert attrs["gen_ai.usage.input_tokens"] == 7
+    assert attrs["gen_ai.usage.output_tokens"] == 3
+    assert tuple(attrs["gen_ai.response.finish_reasons"]) == ("stop",)  # type: ignore[arg-type]
+
+
+def test_stream_spans_nest_and_close_when_the_stream_ends(spans: InMemorySpanExporter) -> None:
+    client = ChatClient(ScriptedChatModel(["a b c"]), tool_calling_auto_register=False)
+    assert list(client.prompt("q").advisors(Recorder("outer", 1, [])).stream().content()) == ["a", " b", " c"]
+    named = _by_name(spans.get_finished_spans())
+    assert set(named) == {"advisorchain request", "advisor outer", "chat scripted"}
+    assert named["advisor outer"].parent.span_id == named["advisorchain request"].context.span_id  # type: ignore[union-attr]
+    assert named["chat scripted"].parent.span_id == named["advisor outer"].context.span_id  # type: ignore[union-attr]
+
+
+def test_a_failing_model_marks_its_span_as_an_error(spans: InMemorySpanExporter) -> None:
+    client = ChatClient(ScriptedChatModel([RuntimeError("down")]), tool_calling_auto_register=False)
+    with pytest.raises(RuntimeError):
+        client.prompt("q").call().content()
+    model_span = _by_name(spans.get_finished_spans())["chat scripted"]
+    assert not model_span.status.is_ok
+    assert any(e.name == "exception" for e in model_span.events)
