@@ -1,22 +1,36 @@
 """Structured output: a JSON schema for a Python type, format instructions for the model, and
-parsing of the answer (a ```json fenced block accepted) validated with pydantic."""
+parsing of the answer (a ```json fenced block accepted) validated with pydantic.
+
+Validation errors are rendered one per problem as ``path: message`` (``<root>`` for the value
+itself) and joined with ``"; "``, e.g. ``age: Input should be a valid integer``.
+"""
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from functools import cached_property
 from typing import Any, Generic, TypeVar
 
 from pydantic import TypeAdapter, ValidationError
+from pydantic.errors import PydanticUserError
 
-from .errors import StructuredOutputValidationError
+from .errors import ChainConfigurationError, StructuredOutputValidationError
 
-__all__ = ["OutputConverter", "extract_json"]
+__all__ = ["EMPTY_RESPONSE_ERROR", "OutputConverter", "extract_json", "join_errors"]
 
 T = TypeVar("T")
 
-_FENCE = re.compile(r"```(?:json|JSON)?[ \t]*\r?\n?(.*?)```", re.DOTALL)
+# The opening fence: ```json / ```JSON (same line allowed), or any language tag followed by a
+# newline, or nothing; then the body up to the closing fence.
+_FENCE = re.compile(r"```(?:json\b|JSON\b|[\w+-]*[ \t]*\r?\n)?[ \t]*\r?\n?(.*?)```", re.DOTALL)
+
+EMPTY_RESPONSE_ERROR = "<root>: the response is empty; expected JSON"
+"""The error text for a response without text (or only whitespace)."""
+
+_MAX_ERRORS = 20
+_MAX_MESSAGE = 300
 
 
 def extract_json(text: str) -> str:
@@ -25,18 +39,52 @@ def extract_json(text: str) -> str:
     return (match.group(1) if match else text).strip()
 
 
+def error_path(parts: Iterable[object]) -> str:
+    """A location as a dotted path (``items.0.name``), or ``<root>`` for the value itself."""
+    return ".".join(str(p) for p in parts) or "<root>"
+
+
+def join_errors(errors: Iterable[str]) -> str:
+    """Validation error lines joined with ``"; "``: at most 20, each cut to 300 characters."""
+    items = [e if len(e) <= _MAX_MESSAGE else e[: _MAX_MESSAGE - 1] + "…" for e in errors]
+    if len(items) > _MAX_ERRORS:
+        rest = len(items) - _MAX_ERRORS
+        items = [*items[:_MAX_ERRORS], f"... and {rest} more error{'s' if rest > 1 else ''}"]
+    return "; ".join(items)
+
+
+def pydantic_errors(exc: ValidationError) -> str:
+    """A pydantic ValidationError as readable ``path: message`` text."""
+    return join_errors(f"{error_path(e['loc'])}: {e['msg']}" for e in exc.errors())
+
+
 class OutputConverter(Generic[T]):
     """Turns a model answer into an instance of ``output_type`` (pydantic model, dataclass,
-    TypedDict, ``list[...]``, enum, primitive...)."""
+    TypedDict, ``list[...]``, enum, primitive...).
+
+    >>> OutputConverter(list[int]).parse("```json\\n[1, 2]\\n```")
+    [1, 2]
+
+    A type pydantic cannot describe as JSON schema is a ChainConfigurationError (a ValueError).
+    When the schema's root is a string (``str``, a str-valued enum, ``Literal["a", "b"]``, dates...),
+    an answer that is not JSON is also tried as the bare string, since models often drop the quotes.
+    """
 
     def __init__(self, output_type: type[T] | Any) -> None:
         self.output_type = output_type
-        self._adapter: TypeAdapter[T] = TypeAdapter(output_type)
+        try:
+            self._adapter: TypeAdapter[T] = TypeAdapter(output_type)
+            self._schema: dict[str, Any] = self._adapter.json_schema()
+        except PydanticUserError as exc:
+            raise ChainConfigurationError(
+                f"cannot derive a JSON schema for {_type_name(output_type)}: {exc.message}; use a pydantic "
+                "model, dataclass, TypedDict, enum, list[...] or primitive type"
+            ) from exc
 
-    @cached_property
+    @property
     def json_schema(self) -> dict[str, Any]:
         """The JSON schema of the output type."""
-        return self._adapter.json_schema()
+        return self._schema
 
     @cached_property
     def format_instructions(self) -> str:
@@ -62,19 +110,31 @@ class OutputConverter(Generic[T]):
         """The answer as an instance of the output type; StructuredOutputValidationError otherwise."""
         if text is None or not text.strip():
             raise StructuredOutputValidationError(
-                "the model returned no text to parse as JSON", text=text, errors="the response is empty"
+                "the model returned no text to parse as JSON", text=text, errors=EMPTY_RESPONSE_ERROR
             )
+        body = extract_json(text)
         try:
-            return self._adapter.validate_json(extract_json(text))
+            return self._adapter.validate_json(body)
         except ValidationError as exc:
-            errors = "; ".join(
-                f"{'.'.join(str(p) for p in e['loc']) or '<root>'}: {e['msg']}" for e in exc.errors()
-            )
+            bare = self._parse_bare_string(body, exc)
+            if bare is not None:
+                return bare[0]
+            errors = pydantic_errors(exc)
             raise StructuredOutputValidationError(
                 f"the model's answer does not match {_type_name(self.output_type)}: {errors}",
                 text=text,
                 errors=errors,
             ) from exc
+
+    def _parse_bare_string(self, body: str, exc: ValidationError) -> tuple[T] | None:
+        """``(value,)`` when the schema's root is a string, ``body`` is not JSON and is valid as a
+        bare string; else None."""
+        if self._schema.get("type") != "string" or any(e["type"] != "json_invalid" for e in exc.errors()):
+            return None
+        try:
+            return (self._adapter.validate_python(body),)
+        except ValidationError:
+            return None
 
 
 def _type_name(tp: Any) -> str:
