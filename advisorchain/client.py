@@ -371,6 +371,7 @@ class CallResponseSpec:
     @overload
     def entity(self, output_type: Any, *, schema_validation: bool = ..., native: bool = ...) -> Any: ...
     def entity(self, output_type: Any, *, schema_validation: bool = False, native: bool = False) -> Any:
+        """The answer parsed into ``output_type``; the blocking form of ``acall().entity(...)``."""
         return _sync.run(
             self._async.entity(output_type, schema_validation=schema_validation, native=native),
             "call().entity()",

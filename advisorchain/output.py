@@ -76,8 +76,9 @@ class OutputConverter(Generic[T]):
             self._adapter: TypeAdapter[T] = TypeAdapter(output_type)
             self._schema: dict[str, Any] = self._adapter.json_schema()
         except PydanticUserError as exc:
+            reason = exc.message.rstrip(".")
             raise ChainConfigurationError(
-                f"cannot derive a JSON schema for {_type_name(output_type)}: {exc.message}; use a pydantic "
+                f"cannot derive a JSON schema for {_type_name(output_type)}: {reason}; use a pydantic "
                 "model, dataclass, TypedDict, enum, list[...] or primitive type"
             ) from exc
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Any, TypedDict
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
+from typing_extensions import TypedDict
 
 from advisorchain.client import ChatClient
 from advisorchain.messages import AssistantMessage, ToolCall
