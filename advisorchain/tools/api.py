@@ -7,7 +7,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["ToolCallback", "ToolContext", "ToolDefinition", "ToolMetadata"]
+__all__ = ["InvalidToolArgumentsError", "ToolCallback", "ToolContext", "ToolDefinition", "ToolMetadata"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,3 +67,11 @@ class ToolContext(Mapping[str, Any]):
         """The conversation this tool call belongs to, when the request named one."""
         value = self._data.get("conversation_id")
         return None if value is None else str(value)
+
+
+class InvalidToolArgumentsError(ValueError):
+    """The arguments a model sent for a tool are malformed or do not match its input schema.
+
+    Raise it from a ToolCallback's ``call`` to have the ToolCallingManager hand the message to the
+    model as an error text it can act on (name the argument and say what to fix).
+    """

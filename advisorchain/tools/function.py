@@ -1,0 +1,238 @@
+"""Python functions as tools: the ``@tool`` decorator and ``tool_callbacks``.
+
+>>> @tool
+... def get_weather(city: Annotated[str, Field(description="City name")]) -> str:
+...     '''The current weather in a city.'''
+...     return "sunny"
+>>> get_weather.definition.name
+'get_weather'
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import functools
+import inspect
+import re
+from collections.abc import Callable
+from typing import Any, Generic, ParamSpec, TypeVar, overload
+
+import pydantic_core
+
+from .api import ToolCallback, ToolContext, ToolDefinition, ToolMetadata
+from .schema import ToolSignature, parse_arguments, tool_signature
+
+__all__ = ["FunctionTool", "tool", "tool_callbacks"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+_VALID_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+def _check_name(name: str) -> str:
+    if not isinstance(name, str) or not _VALID_NAME.match(name):
+        raise ValueError(
+            f"invalid tool name {name!r}: use 1 to 64 letters, digits, '_' or '-' "
+            "(give it one with @tool(name=...))"
+        )
+    return name
+
+
+def encode_result(result: Any) -> str:
+    """A tool's return value as the text the model receives: str as is, None as "", else JSON."""
+    if isinstance(result, str):
+        return result
+    if result is None:
+        return ""
+    return pydantic_core.to_json(result, fallback=str).decode()
+
+
+class FunctionTool(Generic[P, R]):
+    """A Python function (sync or async) as a ToolCallback; still callable like the function.
+
+    Made by ``@tool``. Used on a method, it binds to the instance like a method does, and
+    ``tool_callbacks(obj)`` collects the bound tools of ``obj``. Sync functions run in a worker
+    thread, async ones on the event loop; non-str results are JSON-encoded, None becomes "".
+    """
+
+    def __init__(
+        self,
+        func: Callable[P, R],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        return_direct: bool = False,
+    ) -> None:
+        if not callable(func):
+            raise TypeError(f"@tool needs a function, got {func!r}")
+        self.func = func
+        self._name = _check_name(name if name is not None else getattr(func, "__name__", ""))
+        self._description = description if description is not None else (inspect.getdoc(func) or self._name)
+        self._metadata = ToolMetadata(return_direct=return_direct)
+        self._is_async = inspect.iscoroutinefunction(func)
+        self._owner: type | None = None
+        self._instance: object | None = None
+        self._signature: ToolSignature | None = None
+        self._definition: ToolDefinition | None = None
+        functools.update_wrapper(self, func)
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        # Defined in a class body: a method, whose first parameter (self) is not a tool input.
+        self._owner = owner
+
+    @overload
+    def __get__(self, instance: None, owner: type | None = None) -> FunctionTool[P, R]: ...
+    @overload
+    def __get__(self, instance: object, owner: type | None = None) -> FunctionTool[..., R]: ...
+    def __get__(self, instance: object | None, owner: type | None = None) -> FunctionTool[Any, R]:
+        if instance is None or self._owner is None:
+            return self
+        self._resolve()
+        bound = copy.copy(self)
+        bound._instance = instance
+        return bound
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
+        if self._instance is not None:
+            method: Callable[..., R] = self.func
+            return method(self._instance, *args, **kwargs)
+        return self.func(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"FunctionTool({self._name!r})"
+
+    @property
+    def name(self) -> str:
+        """The tool's name as the model sees it."""
+        return self._name
+
+    @property
+    def is_unbound_method(self) -> bool:
+        """True for a ``@tool`` method read from its class rather than from an instance."""
+        return self._owner is not None and self._instance is None
+
+    @property
+    def definition(self) -> ToolDefinition:
+        """Name, description and input JSON schema."""
+        if self._definition is None:
+            self._definition = ToolDefinition(self._name, self._description, self._resolve().schema)
+        return self._definition
+
+    @property
+    def metadata(self) -> ToolMetadata:
+        """``return_direct``."""
+        return self._metadata
+
+    def _resolve(self) -> ToolSignature:
+        if self._signature is None:
+            self._signature = tool_signature(
+                self.func, skip_first=self._owner is not None, tool_name=self._name
+            )
+        return self._signature
+
+    async def call(self, arguments: str, context: ToolContext | None) -> str:
+        """Run the function with the model's raw JSON ``arguments``; the ToolContext parameter, if
+        any, receives ``context``. Bad arguments raise InvalidToolArgumentsError."""
+        if self.is_unbound_method:
+            raise TypeError(
+                f"tool {self._name!r} is a method of {self._owner.__name__}; "  # type: ignore[union-attr]
+                "use it through an instance (tool_callbacks(obj))"
+            )
+        signature = self._resolve()
+        kwargs = signature.bind(parse_arguments(arguments, self._name), self._name)
+        for param in signature.context_params:
+            kwargs[param] = context if context is not None else ToolContext()
+        target: Callable[..., Any] = self.func
+        if self._instance is not None:
+            target = functools.partial(target, self._instance)
+        if self._is_async:
+            result = await target(**kwargs)
+        else:
+            result = await asyncio.to_thread(target, **kwargs)
+        return encode_result(result)
+
+
+@overload
+def tool(func: Callable[P, R], /) -> FunctionTool[P, R]: ...
+@overload
+def tool(
+    *, name: str | None = None, description: str | None = None, return_direct: bool = False
+) -> Callable[[Callable[P, R]], FunctionTool[P, R]]: ...
+def tool(
+    func: Callable[P, R] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    return_direct: bool = False,
+) -> FunctionTool[P, R] | Callable[[Callable[P, R]], FunctionTool[P, R]]:
+    """Declare a function or method as a tool: ``@tool`` or ``@tool(name=..., description=...,
+    return_direct=...)``. The name defaults to the function's name, the description to its
+    docstring; the input schema comes from the type hints (pydantic)."""
+
+    def decorate(fn: Callable[P, R]) -> FunctionTool[P, R]:
+        return FunctionTool(fn, name=name, description=description, return_direct=return_direct)
+
+    return decorate if func is None else decorate(func)
+
+
+def tool_callbacks(*objs: object) -> list[ToolCallback]:
+    """Turn functions, objects with ``@tool`` methods (or a ``tool_callbacks()`` method),
+    ToolCallbacks, and lists of these into one list of ToolCallbacks; duplicate names raise
+    ValueError."""
+    result: list[ToolCallback] = []
+    seen: dict[str, object] = {}
+    for obj in objs:
+        for callback in _callbacks_of(obj):
+            name = callback.definition.name
+            if name in seen:
+                raise ValueError(
+                    f"two tools are named {name!r} ({seen[name]!r} and {callback!r}); "
+                    "tool names must be unique — rename one with @tool(name=...)"
+                )
+            seen[name] = callback
+            result.append(callback)
+    return result
+
+
+def _callbacks_of(obj: object) -> list[ToolCallback]:
+    if isinstance(obj, FunctionTool):
+        if obj.is_unbound_method:
+            raise ValueError(
+                f"tool {obj.name!r} is a method read from its class; pass an instance of the class "
+                "to tool_callbacks(...) instead"
+            )
+        return [obj]
+    if isinstance(obj, ToolCallback):
+        return [obj]
+    if isinstance(obj, list | tuple):
+        return [cb for item in obj for cb in _callbacks_of(item)]
+    if inspect.isfunction(obj) or inspect.ismethod(obj):
+        return [FunctionTool(obj)]
+    found = _tool_methods(obj)
+    provider = getattr(obj, "tool_callbacks", None)
+    if callable(provider):
+        found.extend(cb for item in provider() for cb in _callbacks_of(item))
+    if not found:
+        raise ValueError(
+            f"{obj!r} is not a tool: pass a function, a ToolCallback, or an object with @tool methods"
+        )
+    return found
+
+
+def _tool_methods(obj: object) -> list[ToolCallback]:
+    """The bound ``@tool`` methods of ``obj``, in definition order (base classes first)."""
+    names: dict[str, None] = {}
+    for klass in reversed(type(obj).__mro__):
+        for name, value in vars(klass).items():
+            if isinstance(value, FunctionTool | staticmethod) and _is_tool_attr(value):
+                names[name] = None
+    return [getattr(obj, name) for name in names]
+
+
+def _is_tool_attr(value: object) -> bool:
+    if isinstance(value, staticmethod):
+        return isinstance(value.__func__, FunctionTool)
+    return True

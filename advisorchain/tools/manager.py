@@ -1,0 +1,295 @@
+"""ToolCallingManager: runs the tool calls of one model response and builds the next history.
+
+>>> manager = ToolCallingManager()
+>>> result = await manager.execute_tool_calls(prompt, chat_response)
+>>> next_prompt = Prompt(result.conversation_history, prompt.options)
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from collections.abc import Coroutine, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, TypeVar
+
+from .. import observability as obs
+from ..errors import ToolCallLimitExceeded, ToolExecutionError
+from ..messages import AssistantMessage, Message, ToolCall, ToolResponse, ToolResponseMessage, UserMessage
+from ..model import ChatOptions, ChatResponse, Generation, Prompt
+from .api import InvalidToolArgumentsError, ToolCallback, ToolContext, ToolDefinition
+from .function import encode_result
+from .schema import parse_arguments
+
+__all__ = ["ToolCallingManager", "ToolExecutionResult"]
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class ToolExecutionResult:
+    """The outcome of executing one response's tool calls.
+
+    ``conversation_history`` is the prompt's instructions, the assistant tool-call message and one
+    ToolResponseMessage (a response per call, in call order); ``return_direct`` is true when every
+    called tool has ``return_direct`` (the tool outputs go straight to the caller).
+    """
+
+    FINISH_REASON: ClassVar[str] = "returnDirect"
+
+    conversation_history: tuple[Message, ...]
+    return_direct: bool = False
+
+    def __post_init__(self) -> None:
+        if type(self.conversation_history) is not tuple:
+            object.__setattr__(self, "conversation_history", tuple(self.conversation_history))
+
+    @staticmethod
+    def build_generations(result: ToolExecutionResult) -> list[Generation]:
+        """One Generation per tool response of the newest ToolResponseMessage, its text the
+        response data, finish reason ``"returnDirect"`` (used for return direct)."""
+        last = result.conversation_history[-1] if result.conversation_history else None
+        if not isinstance(last, ToolResponseMessage):
+            return []
+        return [
+            Generation(
+                AssistantMessage(r.response_data, metadata={"tool_id": r.id, "tool_name": r.name}),
+                ToolExecutionResult.FINISH_REASON,
+            )
+            for r in last.responses
+        ]
+
+
+class _ToolFailure(Exception):
+    """A tool call that failed; ``text`` is what the model is told, ``__cause__`` why."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.text = text
+
+
+@dataclass(frozen=True, slots=True)
+class _Outcome:
+    response: ToolResponse
+    return_direct: bool
+
+
+@dataclass(frozen=True, slots=True)
+class _Breach:
+    tool_name: str | None
+    limit: int
+    message: str
+
+
+def _positive(value: int, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{what} must be a positive int, got {value!r}")
+    return value
+
+
+class ToolCallingManager:
+    """Executes the tool calls a model asked for, with the request's tools only.
+
+    The calls of one response run concurrently (``parallel=True``) and their responses keep the
+    order of the calls. Unknown tools, malformed or schema-invalid arguments, exceptions and
+    timeouts become an error text in that call's response (the model can correct itself), or a
+    ToolExecutionError when ``raise_on_error=True``. Per-turn limits count the tool responses in the
+    history since the last user message plus the calls being executed; a breach raises
+    ToolCallLimitExceeded. ``tool_timeout`` (seconds) bounds each call.
+    """
+
+    def __init__(
+        self,
+        *,
+        parallel: bool = True,
+        raise_on_error: bool = False,
+        max_calls_per_tool: int = 40,
+        max_total_calls: int = 150,
+        tool_timeout: float | None = None,
+    ) -> None:
+        self.parallel = parallel
+        self.raise_on_error = raise_on_error
+        self.max_calls_per_tool = _positive(max_calls_per_tool, "max_calls_per_tool")
+        self.max_total_calls = _positive(max_total_calls, "max_total_calls")
+        if tool_timeout is not None and (isinstance(tool_timeout, bool) or not tool_timeout > 0):
+            raise ValueError(
+                f"tool_timeout must be a positive number of seconds or None, got {tool_timeout!r}"
+            )
+        self.tool_timeout = tool_timeout
+
+    def resolve_tool_definitions(self, options: ChatOptions | None) -> list[ToolDefinition]:
+        """The definitions of the tools in ``options`` (duplicate names raise ValueError)."""
+        return [cb.definition for cb in _callbacks_by_name(options).values()]
+
+    async def execute_tool_calls(self, prompt: Prompt, chat_response: ChatResponse) -> ToolExecutionResult:
+        """Run the tool calls of ``chat_response`` with the tools of ``prompt.options`` and return
+        the history extended by the assistant message and one ToolResponseMessage."""
+        message = _tool_call_message(chat_response)
+        callbacks = _callbacks_by_name(prompt.options)
+        context = ToolContext(prompt.options.tool_context if prompt.options is not None else {})
+        calls = tuple(message.tool_calls)
+        admitted, breach = self._admit(prompt.instructions, calls)
+        outcomes = await self._run_all(calls[:admitted], callbacks, context)
+        responses = [o.response for o in outcomes]
+        if breach is not None:
+            note = f"Error: not executed: {breach.message}"
+            responses.extend(ToolResponse(c.id, c.name, note) for c in calls[admitted:])
+        history = (*prompt.instructions, message, ToolResponseMessage(tuple(responses)))
+        if breach is not None:
+            raise ToolCallLimitExceeded(
+                breach.message,
+                tool_name=breach.tool_name,
+                limit=breach.limit,
+                partial_result=ToolExecutionResult(history, False),
+            )
+        return ToolExecutionResult(history, bool(outcomes) and all(o.return_direct for o in outcomes))
+
+    # -- limits --------------------------------------------------------------------------------
+
+    def _admit(self, history: Sequence[Message], calls: Sequence[ToolCall]) -> tuple[int, _Breach | None]:
+        """How many of ``calls`` (a prefix) fit the per-turn limits, and the breach, if any."""
+        per_tool = _calls_this_turn(history)
+        total = sum(per_tool.values())
+        for index, call in enumerate(calls):
+            if per_tool[call.name] + 1 > self.max_calls_per_tool:
+                return index, _Breach(
+                    call.name,
+                    self.max_calls_per_tool,
+                    f"tool call limit reached: {call.name!r} was already called {per_tool[call.name]} "
+                    f"times in this turn (max_calls_per_tool={self.max_calls_per_tool})",
+                )
+            if total + 1 > self.max_total_calls:
+                return index, _Breach(
+                    None,
+                    self.max_total_calls,
+                    f"tool call limit reached: {total} tool calls were already made in this turn "
+                    f"(max_total_calls={self.max_total_calls})",
+                )
+            per_tool[call.name] += 1
+            total += 1
+        return len(calls), None
+
+    # -- running -------------------------------------------------------------------------------
+
+    async def _run_all(
+        self, calls: Sequence[ToolCall], callbacks: Mapping[str, ToolCallback], context: ToolContext
+    ) -> list[_Outcome]:
+        if not self.parallel or len(calls) < 2:
+            return [await self._run_one(call, callbacks, context) for call in calls]
+        return await _gather_or_cancel([self._run_one(call, callbacks, context) for call in calls])
+
+    async def _run_one(
+        self, call: ToolCall, callbacks: Mapping[str, ToolCallback], context: ToolContext
+    ) -> _Outcome:
+        with obs.span(f"execute_tool {call.name}", obs.tool_span_attributes(call.name, call.id)) as s:
+            callback = callbacks.get(call.name)
+            try:
+                text = await self._invoke(call, callback, callbacks, context)
+            except _ToolFailure as failure:
+                cause = failure.__cause__
+                if s is not None:
+                    s.set_attribute("error.type", type(cause or failure).__qualname__)
+                if self.raise_on_error:
+                    raise ToolExecutionError(
+                        failure.text, tool_name=call.name, tool_call_id=call.id
+                    ) from cause
+                return _Outcome(ToolResponse(call.id, call.name, f"Error: {failure.text}"), False)
+        direct = callback is not None and callback.metadata.return_direct
+        return _Outcome(ToolResponse(call.id, call.name, text), direct)
+
+    async def _invoke(
+        self,
+        call: ToolCall,
+        callback: ToolCallback | None,
+        callbacks: Mapping[str, ToolCallback],
+        context: ToolContext,
+    ) -> str:
+        if callback is None:
+            raise _ToolFailure(_unknown_tool_text(call.name, callbacks)) from LookupError(call.name)
+        try:
+            arguments = parse_arguments(call.arguments, call.name)
+        except InvalidToolArgumentsError as exc:
+            raise _ToolFailure(str(exc)) from exc
+        raw = call.arguments if arguments else "{}"
+        try:
+            result = await self._with_timeout(callback.call(raw, context), call.name)
+        except _ToolFailure:
+            raise
+        except InvalidToolArgumentsError as exc:
+            raise _ToolFailure(str(exc)) from exc
+        except Exception as exc:
+            detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            raise _ToolFailure(
+                f"tool {call.name!r} failed with {detail}; check the arguments or answer without it"
+            ) from exc
+        return result if isinstance(result, str) else encode_result(result)
+
+    async def _with_timeout(self, coro: Coroutine[Any, Any, T], name: str) -> T:
+        if self.tool_timeout is None:
+            return await coro
+        try:
+            async with asyncio.timeout(self.tool_timeout) as scope:
+                return await coro
+        except TimeoutError as exc:
+            if not scope.expired():
+                raise
+            raise _ToolFailure(
+                f"tool {name!r} did not finish within {self.tool_timeout:g} seconds and was cancelled; "
+                "try a smaller request or answer without it"
+            ) from exc
+
+
+async def _gather_or_cancel(coros: Sequence[Coroutine[Any, Any, T]]) -> list[T]:
+    """Run ``coros`` concurrently, results in order; on any failure or cancellation every task is
+    cancelled and awaited, so none is left running."""
+    tasks = [asyncio.ensure_future(c) for c in coros]
+    try:
+        return list(await asyncio.gather(*tasks))
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.wait(tasks)
+        raise
+
+
+def _calls_this_turn(history: Sequence[Message]) -> Counter[str]:
+    """Tool responses per tool name since the last user message."""
+    start = 0
+    for index in range(len(history) - 1, -1, -1):
+        if isinstance(history[index], UserMessage):
+            start = index + 1
+            break
+    counts: Counter[str] = Counter()
+    for message in history[start:]:
+        if isinstance(message, ToolResponseMessage):
+            counts.update(r.name for r in message.responses)
+    return counts
+
+
+def _callbacks_by_name(options: ChatOptions | None) -> dict[str, ToolCallback]:
+    callbacks: dict[str, ToolCallback] = {}
+    for callback in options.tool_callbacks if options is not None else ():
+        name = callback.definition.name
+        if name in callbacks:
+            raise ValueError(f"two tools are named {name!r} in one request; tool names must be unique")
+        callbacks[name] = callback
+    return callbacks
+
+
+def _tool_call_message(chat_response: ChatResponse) -> AssistantMessage:
+    for generation in chat_response.generations:
+        if generation.output.has_tool_calls():
+            return generation.output
+    raise ValueError(
+        f"the response has no tool calls to execute (finish reason {chat_response.finish_reason!r}); "
+        "check has_tool_calls() before calling execute_tool_calls"
+    )
+
+
+def _unknown_tool_text(name: str, callbacks: Mapping[str, ToolCallback]) -> str:
+    if not callbacks:
+        return f"there is no tool named {name!r}: this request has no tools; answer without calling tools"
+    available = ", ".join(repr(n) for n in callbacks)
+    return (
+        f"there is no tool named {name!r}; available tools: {available}. Call one of them by its exact name"
+    )
