@@ -26,7 +26,7 @@ T = TypeVar("T")
 # newline, or nothing; then the body up to the closing fence.
 _FENCE = re.compile(r"```(?:json\b|JSON\b|[\w+-]*[ \t]*\r?\n)?[ \t]*\r?\n?(.*?)```", re.DOTALL)
 
-EMPTY_RESPONSE_ERROR = "<root>: the response is empty; expected JSON"
+EMPTY_RESPONSE_ERROR = "<root>: the response is empty, expected JSON"
 """The error text for a response without text (or only whitespace)."""
 
 _MAX_ERRORS = 20

@@ -258,7 +258,7 @@ class StructuredOutputValidationAdvisor:
         """None when the response is valid or asks for tools; else the validation errors."""
         if chat is not None and chat.has_tool_calls():
             return None
-        return self._check.errors(chat.text if chat is not None else None)
+        return self.validation_errors(chat.text if chat is not None else None)
 
     def _exhausted(self, text: str | None, errors: str) -> StructuredOutputValidationError:
         attempts = 1 + self._max_repeat_attempts

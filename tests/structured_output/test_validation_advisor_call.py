@@ -26,7 +26,7 @@ from advisorchain.advisors.api import (
 )
 from advisorchain.advisors.structured_output import StructuredOutputValidationAdvisor
 from advisorchain.errors import StructuredOutputValidationError
-from advisorchain.messages import AssistantMessage, SystemMessage, UserMessage
+from advisorchain.messages import AssistantMessage, Message, SystemMessage, UserMessage
 from advisorchain.model import Usage
 from advisorchain.testing import ScriptedChatModel
 
@@ -125,7 +125,7 @@ def test_list_target_is_validated() -> None:
 
 def test_retry_uses_the_original_prompt_and_changes_only_the_last_user_message() -> None:
     model = ScriptedChatModel(["nope", VALID_PERSON])
-    history = [UserMessage("Hi"), AssistantMessage("Hello!")]
+    history: list[Message] = [UserMessage("Hi"), AssistantMessage("Hello!")]
     advisor = StructuredOutputValidationAdvisor(output_type=Person)
     client(model, default_advisors=[advisor]).prompt().system("Be exact.").messages(history).user(
         "Who is Ann?"

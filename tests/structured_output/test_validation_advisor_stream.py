@@ -13,8 +13,8 @@ from advisorchain.model import ChatClientMessageAggregator, ChatResponse, Usage
 from advisorchain.testing import ScriptedChatModel, stream_chunks
 
 
-def _advisor(**kwargs: int) -> StructuredOutputValidationAdvisor:
-    return StructuredOutputValidationAdvisor(output_type=Person, **kwargs)
+def _advisor(max_repeat_attempts: int = 3) -> StructuredOutputValidationAdvisor:
+    return StructuredOutputValidationAdvisor(output_type=Person, max_repeat_attempts=max_repeat_attempts)
 
 
 async def test_valid_answer_is_emitted_as_the_chunks_the_model_streamed() -> None:
