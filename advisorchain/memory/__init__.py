@@ -1,5 +1,32 @@
-"""Chat memory: the ``ChatMemory`` contract, the window policy and the repositories."""
+"""Chat memory: the ``ChatMemory`` contract, the window policy and the repositories.
 
-from .api import ChatMemory, ChatMemoryRepository
+The PostgreSQL and Redis repositories import their drivers only when one is built, so this package
+imports without them.
+"""
 
-__all__ = ["ChatMemory", "ChatMemoryRepository"]
+from .api import (
+    AtomicChatMemoryRepository,
+    ChatMemory,
+    ChatMemoryDecodeError,
+    ChatMemoryRepository,
+    ConversationChange,
+)
+from .in_memory import InMemoryChatMemoryRepository
+from .postgres import PostgresChatMemoryRepository
+from .redis import RedisChatMemoryRepository
+from .sqlite import SQLiteChatMemoryRepository
+from .window import MessageWindowChatMemory, apply_window
+
+__all__ = [
+    "AtomicChatMemoryRepository",
+    "ChatMemory",
+    "ChatMemoryDecodeError",
+    "ChatMemoryRepository",
+    "ConversationChange",
+    "InMemoryChatMemoryRepository",
+    "MessageWindowChatMemory",
+    "PostgresChatMemoryRepository",
+    "RedisChatMemoryRepository",
+    "SQLiteChatMemoryRepository",
+    "apply_window",
+]

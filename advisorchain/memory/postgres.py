@@ -1,0 +1,183 @@
+"""``PostgresChatMemoryRepository``: one row per message in PostgreSQL, over psycopg 3 and a pool.
+
+psycopg is imported when a repository is built, so ``import advisorchain`` works without it.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from types import TracebackType
+from typing import Any
+
+from ..messages import Message
+from ._store import BlockingRepository, check_conversation_id, check_messages, decode, encode, plan_rows
+from .api import ConversationChange
+from .sqlite import check_table_name
+
+__all__ = ["PostgresChatMemoryRepository"]
+
+# First key of the two-int advisory locks this module takes ("ACMM"); the second is the hash of
+# the conversation id (or 0 for schema creation). Colliding hashes only serialise two writers.
+_LOCK_SPACE = 0x41434D4D
+
+
+def _drivers() -> tuple[Any, Any]:
+    try:
+        import psycopg
+        import psycopg_pool
+    except ImportError as e:
+        raise ImportError(
+            "PostgresChatMemoryRepository needs psycopg 3 and psycopg_pool: "
+            "pip install 'advisorchain[postgres]'"
+        ) from e
+    return psycopg, psycopg_pool
+
+
+class PostgresChatMemoryRepository(BlockingRepository):
+    """Conversations in PostgreSQL: one row per message, the table created on first use.
+
+    Connections come from a ``psycopg_pool.ConnectionPool`` (opened on first use). ``update`` takes
+    a transaction-scoped advisory lock on the conversation, so concurrent appends from any number of
+    threads or processes are serialised and none is lost. The ``a``-methods run in worker threads.
+
+    >>> repository = PostgresChatMemoryRepository("postgresql://app@localhost/app")
+    >>> memory = MessageWindowChatMemory(repository)
+    """
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        table_name: str = "advisorchain_chat_memory",
+        min_size: int = 1,
+        max_size: int = 10,
+        timeout: float = 30.0,
+    ) -> None:
+        psycopg, psycopg_pool = _drivers()
+        self.table_name = check_table_name(table_name)
+        self._pool: Any = psycopg_pool.ConnectionPool(
+            dsn,
+            min_size=min_size,
+            max_size=max_size,
+            timeout=timeout,
+            open=False,
+            name="advisorchain-memory",
+            kwargs={"autocommit": True},
+        )
+        self._ready = False
+        self._ready_lock = threading.Lock()
+        self._sql = _statements(psycopg.sql, self.table_name)
+
+    # -- connections ---------------------------------------------------------------------------
+
+    @contextmanager
+    def _connection(self) -> Iterator[Any]:
+        """A pooled autocommit connection: each statement is its own transaction."""
+        if not self._ready:
+            self._prepare()
+        with self._pool.connection() as conn:
+            yield conn
+
+    @contextmanager
+    def _transaction(self) -> Iterator[Any]:
+        """A pooled connection in a transaction: committed at the end, rolled back on error."""
+        with self._connection() as conn, conn.transaction():
+            yield conn
+
+    def _prepare(self) -> None:
+        with self._ready_lock:
+            if self._ready:
+                return
+            self._pool.open(wait=True)
+            with self._pool.connection() as conn, conn.transaction():
+                # CREATE TABLE IF NOT EXISTS races with itself across processes; the lock orders them.
+                conn.execute("SELECT pg_advisory_xact_lock(%s, 0)", (_LOCK_SPACE,))
+                conn.execute(self._sql["create"])
+            self._ready = True
+
+    def close(self) -> None:
+        """Close the connection pool."""
+        self._pool.close()
+
+    def __enter__(self) -> PostgresChatMemoryRepository:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    # -- the repository ------------------------------------------------------------------------
+
+    def find_conversation_ids(self) -> list[str]:
+        """Every conversation id with stored messages."""
+        with self._connection() as conn:
+            return [row[0] for row in conn.execute(self._sql["ids"]).fetchall()]
+
+    def find_by_conversation_id(self, conversation_id: str) -> list[Message]:
+        """The conversation's messages, oldest first ([] when unknown)."""
+        check_conversation_id(conversation_id)
+        with self._connection() as conn:
+            rows = conn.execute(self._sql["select"], (conversation_id,)).fetchall()
+        return [decode(conversation_id, i, raw) for i, (_, raw) in enumerate(rows)]
+
+    def save_all(self, conversation_id: str, messages: Sequence[Message]) -> None:
+        """Replace the conversation's messages in one transaction (an empty list deletes it)."""
+        check_conversation_id(conversation_id)
+        encoded = [encode(conversation_id, m) for m in check_messages(conversation_id, messages)]
+        with self._transaction() as conn:
+            self._lock(conn, conversation_id)
+            conn.execute(self._sql["delete_all"], (conversation_id,))
+            if encoded:
+                with conn.cursor() as cur:
+                    cur.executemany(
+                        self._sql["insert"], [(conversation_id, i, text) for i, text in enumerate(encoded)]
+                    )
+
+    def delete_by_conversation_id(self, conversation_id: str) -> None:
+        """Forget the conversation."""
+        check_conversation_id(conversation_id)
+        with self._transaction() as conn:
+            self._lock(conn, conversation_id)
+            conn.execute(self._sql["delete_all"], (conversation_id,))
+
+    def update(self, conversation_id: str, change: ConversationChange) -> list[Message]:
+        """Apply ``change`` in one transaction under the conversation's lock; writes only changed rows."""
+        check_conversation_id(conversation_id)
+        with self._transaction() as conn:
+            self._lock(conn, conversation_id)
+            rows = conn.execute(self._sql["select"], (conversation_id,)).fetchall()
+            old = [(seq, decode(conversation_id, i, raw)) for i, (seq, raw) in enumerate(rows)]
+            new = check_messages(conversation_id, change([m for _, m in old]))
+            deletes, inserts = plan_rows(old, new)
+            with conn.cursor() as cur:
+                if deletes:
+                    cur.execute(self._sql["delete_many"], (conversation_id, deletes))
+                if inserts:
+                    cur.executemany(
+                        self._sql["insert"],
+                        [(conversation_id, seq, encode(conversation_id, m)) for seq, m in inserts],
+                    )
+        return new
+
+    def _lock(self, conn: Any, conversation_id: str) -> None:
+        conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (_LOCK_SPACE, conversation_id))
+
+
+def _statements(sql: Any, table_name: str) -> dict[str, Any]:
+    table = sql.Identifier(table_name)
+    return {
+        "create": sql.SQL(
+            "CREATE TABLE IF NOT EXISTS {} (conversation_id TEXT NOT NULL, seq BIGINT NOT NULL, "
+            "message TEXT NOT NULL, PRIMARY KEY (conversation_id, seq))"
+        ).format(table),
+        "select": sql.SQL("SELECT seq, message FROM {} WHERE conversation_id = %s ORDER BY seq").format(
+            table
+        ),
+        "insert": sql.SQL("INSERT INTO {} (conversation_id, seq, message) VALUES (%s, %s, %s)").format(table),
+        "delete_many": sql.SQL("DELETE FROM {} WHERE conversation_id = %s AND seq = ANY(%s)").format(table),
+        "delete_all": sql.SQL("DELETE FROM {} WHERE conversation_id = %s").format(table),
+        "ids": sql.SQL("SELECT DISTINCT conversation_id FROM {} ORDER BY conversation_id").format(table),
+    }

@@ -1,0 +1,128 @@
+"""``RedisChatMemoryRepository``: one Redis list per conversation, replaced atomically.
+
+redis-py is imported when a repository is built, so ``import advisorchain`` works without it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from datetime import timedelta
+from types import TracebackType
+from typing import Any
+
+from ..messages import Message
+from ._store import BlockingRepository, check_conversation_id, check_messages, decode_all, encode
+from .api import ConversationChange
+
+__all__ = ["RedisChatMemoryRepository"]
+
+_GLOB_SPECIAL = re.compile(r"([*?\[\]\\])")
+
+
+def _driver() -> Any:
+    try:
+        import redis
+    except ImportError as e:
+        raise ImportError(
+            "RedisChatMemoryRepository needs redis-py: pip install 'advisorchain[redis]'"
+        ) from e
+    return redis
+
+
+def _ttl_ms(ttl: float | timedelta | None) -> int | None:
+    if ttl is None:
+        return None
+    seconds = ttl.total_seconds() if isinstance(ttl, timedelta) else ttl
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or seconds <= 0:
+        raise ValueError(f"ttl must be a positive number of seconds or a timedelta, got {ttl!r}")
+    return max(1, round(seconds * 1000))
+
+
+class RedisChatMemoryRepository(BlockingRepository):
+    """Conversations in Redis: the key ``key_prefix + conversation_id`` holds a list of messages.
+
+    Every write replaces the list in one MULTI/EXEC transaction; ``update`` WATCHes the key and
+    retries when another client changed it in between, so concurrent appends from any number of
+    threads or processes are all kept. ``ttl`` (seconds or a timedelta) makes a conversation expire
+    that long after its last write. The ``a``-methods run in worker threads.
+
+    >>> repository = RedisChatMemoryRepository("redis://localhost:6379/0", ttl=timedelta(days=7))
+    >>> memory = MessageWindowChatMemory(repository)
+    """
+
+    def __init__(
+        self,
+        url: str = "redis://localhost:6379/0",
+        *,
+        key_prefix: str = "advisorchain:chat_memory:",
+        ttl: float | timedelta | None = None,
+        client: Any = None,
+    ) -> None:
+        redis = _driver()
+        self.key_prefix = key_prefix
+        self.ttl_ms = _ttl_ms(ttl)
+        self._watch_error: type[Exception] = redis.WatchError
+        self._client: Any = client if client is not None else redis.Redis.from_url(url)
+
+    def _key(self, conversation_id: str) -> str:
+        return self.key_prefix + check_conversation_id(conversation_id)
+
+    def close(self) -> None:
+        """Close the client's connections."""
+        self._client.close()
+
+    def __enter__(self) -> RedisChatMemoryRepository:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def find_conversation_ids(self) -> list[str]:
+        """Every conversation id with stored messages (a SCAN over the prefix)."""
+        pattern = _GLOB_SPECIAL.sub(r"\\\1", self.key_prefix) + "*"
+        start = len(self.key_prefix.encode())
+        ids = {key[start:].decode() for key in self._client.scan_iter(match=pattern, count=500)}
+        return sorted(ids)
+
+    def find_by_conversation_id(self, conversation_id: str) -> list[Message]:
+        """The conversation's messages, oldest first ([] when unknown)."""
+        return decode_all(conversation_id, self._client.lrange(self._key(conversation_id), 0, -1))
+
+    def save_all(self, conversation_id: str, messages: Sequence[Message]) -> None:
+        """Replace the conversation's messages atomically (an empty list deletes it)."""
+        key = self._key(conversation_id)
+        encoded = [encode(conversation_id, m) for m in check_messages(conversation_id, messages)]
+        with self._client.pipeline(transaction=True) as pipe:
+            self._queue_replace(pipe, key, encoded)
+            pipe.execute()
+
+    def delete_by_conversation_id(self, conversation_id: str) -> None:
+        """Forget the conversation."""
+        self._client.delete(self._key(conversation_id))
+
+    def update(self, conversation_id: str, change: ConversationChange) -> list[Message]:
+        """Apply ``change`` optimistically: WATCH, read, replace in MULTI/EXEC, retry on conflict."""
+        key = self._key(conversation_id)
+        with self._client.pipeline(transaction=True) as pipe:
+            while True:
+                try:
+                    pipe.watch(key)
+                    old = decode_all(conversation_id, pipe.lrange(key, 0, -1))
+                    new = check_messages(conversation_id, change(old))
+                    encoded = [encode(conversation_id, m) for m in new]
+                    pipe.multi()
+                    self._queue_replace(pipe, key, encoded)
+                    pipe.execute()
+                    return new
+                except self._watch_error:
+                    continue
+
+    def _queue_replace(self, pipe: Any, key: str, encoded: list[str]) -> None:
+        pipe.delete(key)
+        if encoded:
+            pipe.rpush(key, *encoded)
+            if self.ttl_ms is not None:
+                pipe.pexpire(key, self.ttl_ms)
