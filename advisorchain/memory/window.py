@@ -7,7 +7,7 @@ import threading
 from collections.abc import Iterable, Sequence
 from typing import ClassVar
 
-from ..messages import Message, SystemMessage, UserMessage
+from ..messages import Message, SystemMessage, ToolResponseMessage, UserMessage
 from ._store import check_conversation_id, check_messages
 from .api import AtomicChatMemoryRepository, ChatMemory, ChatMemoryRepository
 from .in_memory import InMemoryChatMemoryRepository
@@ -25,6 +25,9 @@ def apply_window(stored: Sequence[Message], new: Sequence[Message], max_messages
       UserMessage, so a tool response never outlives its assistant tool-call message (possibly no
       non-system message is kept). ``max_messages`` bounds everything when the system messages
       themselves fit in it.
+    * The same dropping happens, whatever the count, when the first non-system message would be a
+      tool response (its tool call was dropped by an earlier add): an orphan tool result is never
+      stored, since providers reject it.
     """
     new_systems = [m for m in new if isinstance(m, SystemMessage)]
     if any(s not in stored for s in new_systems):
@@ -34,9 +37,17 @@ def apply_window(stored: Sequence[Message], new: Sequence[Message], max_messages
         merged = list(stored)
         merged.extend(m for m in new if not isinstance(m, SystemMessage))
     excess = len(merged) - max_messages
-    if excess <= 0:
+    if excess <= 0 and not _starts_with_tool_response(merged):
         return merged
-    return _drop_oldest(merged, excess)
+    return _drop_oldest(merged, max(excess, 0))
+
+
+def _starts_with_tool_response(messages: Sequence[Message]) -> bool:
+    """True when the first non-system message answers a tool call that is no longer stored."""
+    for m in messages:
+        if not isinstance(m, SystemMessage):
+            return isinstance(m, ToolResponseMessage)
+    return False
 
 
 def _drop_oldest(messages: Iterable[Message], excess: int) -> list[Message]:

@@ -1,0 +1,161 @@
+"""``MessageChatMemoryAdvisor``: gives the model the conversation so far and remembers the exchange.
+
+Outside the tool loop (the default order, before ``ToolCallingAdvisor``) it runs once per request
+and stores the user message and the final answer. Inside the loop (an order greater than the
+ToolCallingAdvisor's) it runs on every iteration and stores every message the loop produces:
+assistant tool-call messages, tool responses and the final answer, each once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Sequence
+from typing import ClassVar
+
+from ..memory.api import ChatMemory
+from ..messages import Message, SystemMessage, ToolResponseMessage, UserMessage
+from ..model import ChatClientMessageAggregator, ChatResponse
+from .api import (
+    CallAdvisorChain,
+    ChatClientRequest,
+    ChatClientResponse,
+    MemoryAdvisor,
+    Ordered,
+    StreamAdvisorChain,
+)
+
+__all__ = ["MessageChatMemoryAdvisor"]
+
+
+class MessageChatMemoryAdvisor(MemoryAdvisor):
+    """Prepends the conversation's stored messages to the prompt and stores the new ones.
+
+    Before the model: loads the history of the request's conversation (request param
+    ``ChatMemory.CONVERSATION_ID``, else ``conversation_id``), prepends it unless the prompt already
+    holds it (as one contiguous run), moves system messages first, and stores the newest user or
+    tool-response message. After: stores the response's assistant message(s).
+
+    Streams are aggregated and the answer stored when the stream ends; a stream that fails or that
+    the consumer abandons stores nothing of the answer (the request's message, stored before the
+    model was called, stays). Memory is read and written without blocking the event loop.
+
+    >>> memory = MessageWindowChatMemory(SQLiteChatMemoryRepository("chat.db"))
+    >>> client = ChatClient(model, default_advisors=[MessageChatMemoryAdvisor(memory)])
+    >>> client.prompt("I'm Ada.").param(ChatMemory.CONVERSATION_ID, "u42").call().content()
+    """
+
+    DEFAULT_ORDER: ClassVar[int] = Ordered.HIGHEST_PRECEDENCE + 200
+
+    def __init__(
+        self,
+        chat_memory: ChatMemory,
+        conversation_id: str = ChatMemory.DEFAULT_CONVERSATION_ID,
+        order: int = DEFAULT_ORDER,
+    ) -> None:
+        if not all(callable(getattr(chat_memory, m, None)) for m in ("get", "add", "clear")):
+            raise TypeError(f"chat_memory must be a ChatMemory (get, add, clear), got {chat_memory!r}")
+        if isinstance(order, bool) or not isinstance(order, int):
+            raise ValueError(f"order must be an int, got {order!r}")
+        self.chat_memory = chat_memory
+        self.conversation_id = _check_id(conversation_id, "conversation_id")
+        self._order = order
+
+    @property
+    def name(self) -> str:
+        return "MessageChatMemoryAdvisor"
+
+    @property
+    def order(self) -> int:
+        return self._order
+
+    async def advise_call(self, request: ChatClientRequest, chain: CallAdvisorChain) -> ChatClientResponse:
+        conversation_id = self._conversation_id(request)
+        response = await chain.next_call(await self._before(request, conversation_id))
+        if response.chat_response is not None:
+            await self._store_answer(conversation_id, response.chat_response)
+        return response
+
+    async def advise_stream(
+        self, request: ChatClientRequest, chain: StreamAdvisorChain
+    ) -> AsyncIterator[ChatClientResponse]:
+        conversation_id = self._conversation_id(request)
+        stream = chain.next_stream(await self._before(request, conversation_id))
+        chunks: list[ChatResponse] = []
+        try:
+            async for chunk in stream:
+                if chunk.chat_response is not None:
+                    chunks.append(chunk.chat_response)
+                yield chunk
+        finally:
+            aclose = getattr(stream, "aclose", None)
+            if aclose is not None:
+                await aclose()
+        # Reached only when the stream ended normally: a cancelled or failed stream stores nothing.
+        if chunks:
+            await self._store_answer(conversation_id, ChatClientMessageAggregator.aggregate(chunks))
+
+    def _conversation_id(self, request: ChatClientRequest) -> str:
+        given = request.context.get(ChatMemory.CONVERSATION_ID)
+        if given is None:
+            return self.conversation_id
+        return _check_id(given, f"request param {ChatMemory.CONVERSATION_ID!r}")
+
+    async def _before(self, request: ChatClientRequest, conversation_id: str) -> ChatClientRequest:
+        history = await _get(self.chat_memory, conversation_id)
+        instructions = list(request.prompt.instructions)
+        start = _find_run(instructions, history)
+        if start < 0:
+            start, instructions = 0, [*history, *instructions]
+        newest = _newest_user_or_tool(instructions)
+        if newest is not None and not start <= newest < start + len(history):
+            await _add(self.chat_memory, conversation_id, [instructions[newest]])
+        return request.copy(prompt=request.prompt.copy(instructions=_system_first(instructions)))
+
+    async def _store_answer(self, conversation_id: str, response: ChatResponse) -> None:
+        answers: list[Message] = [g.output for g in response.generations]
+        if answers:
+            await _add(self.chat_memory, conversation_id, answers)
+
+
+def _check_id(value: object, what: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"{what} must be a non-empty str conversation id, got {value!r}")
+    return value
+
+
+def _find_run(instructions: Sequence[Message], history: Sequence[Message]) -> int:
+    """Where ``history`` appears in ``instructions`` as one contiguous run (by equality), or -1."""
+    n = len(history)
+    if n == 0:
+        return 0
+    for i in range(len(instructions) - n + 1):
+        if instructions[i] == history[0] and list(instructions[i : i + n]) == list(history):
+            return i
+    return -1
+
+
+def _newest_user_or_tool(instructions: Sequence[Message]) -> int | None:
+    for i in range(len(instructions) - 1, -1, -1):
+        if isinstance(instructions[i], UserMessage | ToolResponseMessage):
+            return i
+    return None
+
+
+def _system_first(instructions: Sequence[Message]) -> list[Message]:
+    systems = [m for m in instructions if isinstance(m, SystemMessage)]
+    return [*systems, *(m for m in instructions if not isinstance(m, SystemMessage))]
+
+
+async def _get(memory: ChatMemory, conversation_id: str) -> list[Message]:
+    aget = getattr(memory, "aget", None)
+    if aget is not None:
+        return list(await aget(conversation_id))
+    return await asyncio.to_thread(memory.get, conversation_id)
+
+
+async def _add(memory: ChatMemory, conversation_id: str, messages: list[Message]) -> None:
+    aadd = getattr(memory, "aadd", None)
+    if aadd is not None:
+        await aadd(conversation_id, messages)
+    else:
+        await asyncio.to_thread(memory.add, conversation_id, messages)
