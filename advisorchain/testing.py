@@ -123,8 +123,14 @@ class FunctionChatModel:
     async def stream(self, prompt: Prompt) -> AsyncIterator[ChatResponse]:
         if self.stream_fn is not None:
             self.prompts.append(prompt)
-            async for chunk in self.stream_fn(prompt):
-                yield chunk
+            source = self.stream_fn(prompt)
+            try:
+                async for chunk in source:
+                    yield chunk
+            finally:
+                aclose = getattr(source, "aclose", None)
+                if aclose is not None:
+                    await aclose()
             return
         for chunk in stream_chunks(await self.call(prompt)):
             yield chunk
