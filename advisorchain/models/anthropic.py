@@ -1,0 +1,454 @@
+"""Anthropic Messages API over the official ``anthropic`` SDK.
+
+>>> model = AnthropicChatModel("claude-sonnet-4-5")             # key from ANTHROPIC_API_KEY
+
+System messages become the top-level ``system`` field; the tool results of one round travel as
+``tool_result`` blocks of ONE user message; parallel ``tool_use`` blocks become parallel tool calls.
+Thinking (``thinking`` / ``redacted_thinking``) and server-tool blocks (``server_tool_use``,
+``*_tool_result``) are never turned into text or client tool calls: they are kept, in order, in
+``AssistantMessage.metadata["anthropic_content"]`` and sent back with that message on the next
+request, as the API requires for thinking in a tool loop. The joined thinking text is also in
+``metadata["reasoning"]``.
+
+Stop reasons map to the common finish reasons — ``end_turn``/``stop_sequence`` → ``"stop"``,
+``tool_use`` → ``"tool_calls"``, ``max_tokens``/``model_context_window_exceeded`` → ``"length"``,
+``refusal`` → ``"content_filter"``; any other one passes through as is — and the raw one is kept
+in ``metadata["stop_reason"]``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+import anthropic
+
+from ..errors import ModelError
+from ..messages import (
+    AssistantMessage,
+    Message,
+    SystemMessage,
+    ToolCall,
+    ToolResponseMessage,
+    UserMessage,
+)
+from ..model import ChatResponse, ChatResponseMetadata, Generation, Prompt, Usage
+from ._common import (
+    as_dict,
+    as_int,
+    as_list,
+    as_str,
+    error_from_body,
+    finish_reason_or_default,
+    layer_params,
+    option_params,
+    split_sdk_options,
+    tool_definitions,
+)
+
+__all__ = ["AnthropicChatModel", "parse_message", "to_anthropic_messages"]
+
+DEFAULT_MAX_TOKENS = 4096
+
+STOP_REASONS: Mapping[str, str] = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "tool_use": "tool_calls",
+    "max_tokens": "length",
+    "model_context_window_exceeded": "length",
+    "refusal": "content_filter",
+}
+"""Anthropic stop reason → the finish reason reported in ChatResponse (others pass through)."""
+
+# HTTP status of an error type, for errors that arrive inside a 200 stream.
+_STATUS_BY_ERROR_TYPE = {
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "request_too_large": 413,
+    "rate_limit_error": 429,
+    "api_error": 500,
+    "overloaded_error": 529,
+}
+
+# The fields a response block may carry back in a request, per block type.
+_REQUEST_FIELDS = {
+    "text": ("type", "text", "citations"),
+    "thinking": ("type", "thinking", "signature"),
+    "redacted_thinking": ("type", "data"),
+    "tool_use": ("type", "id", "name", "input"),
+    "server_tool_use": ("type", "id", "name", "input"),
+}
+_THINKING_TYPES = ("thinking", "redacted_thinking")
+
+
+class AnthropicChatModel:
+    """A ChatModel for Anthropic's Messages API.
+
+    ``client`` is an ``anthropic.AsyncAnthropic`` you built yourself; otherwise one is built from
+    ``base_url`` and ``api_key`` (the SDK falls back to ``ANTHROPIC_BASE_URL`` / ``ANTHROPIC_API_KEY``)
+    with ``max_retries`` for the SDK's retry with backoff. ``max_tokens`` is required by the API
+    (``ChatOptions.max_tokens`` overrides it per request). ``**defaults`` are request parameters sent
+    with every call (``thinking={"type": "enabled", "budget_tokens": 2048}``, ``extra_headers``...);
+    ``ChatOptions`` override them and ``ChatOptions.extra`` overrides both; ``None`` removes one.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        client: anthropic.AsyncAnthropic | None = None,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+        *,
+        max_retries: int | None = None,
+        **defaults: Any,
+    ) -> None:
+        if not isinstance(model, str) or not model.strip():
+            raise ValueError(f"AnthropicChatModel needs a model name, got {model!r}")
+        if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1:
+            raise ValueError(f"max_tokens must be a positive int (the API requires it), got {max_tokens!r}")
+        if client is not None and (base_url is not None or api_key is not None or max_retries is not None):
+            raise ValueError(
+                "AnthropicChatModel takes either a ready `client` or `base_url`/`api_key`/`max_retries` "
+                "to build one, not both; configure the client you pass instead"
+            )
+        self.model_name = model
+        self.provider = "anthropic"
+        self.max_tokens = max_tokens
+        self.defaults: dict[str, Any] = dict(defaults)
+        self.client = client if client is not None else _build_client(base_url, api_key, max_retries)
+
+    def __repr__(self) -> str:
+        return f"AnthropicChatModel({self.model_name!r})"
+
+    async def call(self, prompt: Prompt) -> ChatResponse:
+        """One Messages request; the whole answer as a ChatResponse."""
+        args = self._create_args(prompt, stream=False)
+        try:
+            message = await self.client.messages.create(**args)
+        except anthropic.AnthropicError as exc:
+            raise _model_error(exc) from exc
+        return parse_message(message.to_dict(mode="json", warnings=False))
+
+    async def stream(self, prompt: Prompt) -> AsyncIterator[ChatResponse]:
+        """A streamed request: text deltas as they come, then one last chunk with the whole tool
+        calls, the finish reason, usage and the blocks to replay. Closing the iterator closes the
+        response."""
+        args = self._create_args(prompt, stream=True)
+        try:
+            sdk_stream = await self.client.messages.create(**args)
+        except anthropic.AnthropicError as exc:
+            raise _model_error(exc) from exc
+        assembler = StreamAssembler()
+        try:
+            async for event in sdk_stream:
+                text = assembler.feed(event.to_dict(mode="json", warnings=False))
+                if text:
+                    yield assembler.text_chunk(text)
+        except anthropic.AnthropicError as exc:
+            raise _model_error(exc) from exc
+        finally:
+            await sdk_stream.close()
+        yield assembler.final()
+
+    def request_body(self, prompt: Prompt, *, stream: bool = False) -> dict[str, Any]:
+        """The JSON body this model sends for ``prompt`` (SDK options such as headers left out)."""
+        body, _ = split_sdk_options(self._params(prompt))
+        return {**body, "stream": stream}
+
+    def _params(self, prompt: Prompt) -> dict[str, Any]:
+        system, messages = to_anthropic_messages(prompt.instructions)
+        base: dict[str, Any] = {"model": self.model_name, "max_tokens": self.max_tokens, "messages": messages}
+        if system is not None:
+            base["system"] = system
+        request = option_params(prompt, max_tokens_key="max_tokens", stop_key="stop_sequences")
+        tools = [
+            {"name": d.name, "description": d.description, "input_schema": dict(d.input_schema)}
+            for d in tool_definitions(prompt.options)
+        ]
+        if tools:
+            request["tools"] = tools
+        options = prompt.options
+        if options is not None and options.output_schema is not None:
+            request["output_config"] = {
+                "format": {"type": "json_schema", "schema": dict(options.output_schema)}
+            }
+        extra = dict(options.extra) if options is not None else {}
+        params = layer_params(base, self.defaults, request, extra)
+        params.pop("stream", None)
+        return {k: v for k, v in params.items() if v is not None}
+
+    def _create_args(self, prompt: Prompt, stream: bool) -> dict[str, Any]:
+        body, sdk_options = split_sdk_options(self._params(prompt))
+        required = {key: body.pop(key) for key in ("model", "max_tokens", "messages")}
+        # The rest travels in extra_body, verbatim, so new API fields work with any SDK version.
+        return {
+            **required,
+            "messages": cast(Any, required["messages"]),
+            "stream": stream,
+            "extra_body": body,
+            **sdk_options,
+        }
+
+
+def _build_client(
+    base_url: str | None, api_key: str | None, max_retries: int | None
+) -> anthropic.AsyncAnthropic:
+    kwargs: dict[str, Any] = {}
+    key = api_key if api_key is not None else os.environ.get("ANTHROPIC_API_KEY")
+    if key is not None:
+        kwargs["api_key"] = key
+    if base_url is not None:
+        kwargs["base_url"] = base_url
+    if max_retries is not None:
+        kwargs["max_retries"] = max_retries
+    return anthropic.AsyncAnthropic(**kwargs)
+
+
+def _model_error(exc: anthropic.AnthropicError) -> ModelError:
+    if isinstance(exc, anthropic.APITimeoutError):
+        return ModelError("anthropic request timed out", error_type="timeout", provider="anthropic")
+    if isinstance(exc, anthropic.APIConnectionError):
+        return ModelError(
+            f"anthropic could not be reached: {exc.message}",
+            error_type="connection_error",
+            provider="anthropic",
+        )
+    if isinstance(exc, anthropic.APIError):
+        status: int | None = exc.status_code if isinstance(exc, anthropic.APIStatusError) else None
+        if status is not None and status < 400:
+            # An `event: error` inside a 200 stream: the status the error type stands for.
+            error_type = as_str(as_dict(as_dict(exc.body).get("error")).get("type"))
+            status = _STATUS_BY_ERROR_TYPE.get(error_type or "")
+        return error_from_body(exc.body, provider="anthropic", status_code=status, fallback=exc.message)
+    return ModelError(f"anthropic client failed: {exc}", provider="anthropic")
+
+
+# -- request ---------------------------------------------------------------------------------------
+
+
+def to_anthropic_messages(
+    messages: Sequence[Message],
+) -> tuple[str | list[dict[str, Any]] | None, list[dict[str, Any]]]:
+    """The top-level ``system`` value and the Messages-API turns for ``messages``.
+
+    Consecutive messages of one role are joined into one turn, so the tool results of a round —
+    and a user message right after them — travel in ONE user message."""
+    system: list[str] = []
+    turns: list[dict[str, Any]] = []
+    for message in messages:
+        if isinstance(message, SystemMessage):
+            system.append(message.text)
+            continue
+        role, blocks = _turn(message)
+        if not blocks:
+            continue
+        if turns and turns[-1]["role"] == role:
+            turns[-1]["content"].extend(blocks)
+        else:
+            turns.append({"role": role, "content": blocks})
+    if not system:
+        return None, turns
+    if len(system) == 1:
+        return system[0], turns
+    return [{"type": "text", "text": text} for text in system], turns
+
+
+def _turn(message: Message) -> tuple[str, list[dict[str, Any]]]:
+    if isinstance(message, UserMessage):
+        return "user", [{"type": "text", "text": message.text}]
+    if isinstance(message, AssistantMessage):
+        return "assistant", _assistant_blocks(message)
+    if isinstance(message, ToolResponseMessage):
+        return "user", [
+            {"type": "tool_result", "tool_use_id": r.id, "content": r.response_data}
+            for r in message.responses
+        ]
+    raise TypeError(f"cannot send {message!r} to a chat model: it is not a Message")
+
+
+def _assistant_blocks(message: AssistantMessage) -> list[dict[str, Any]]:
+    stored = [as_dict(b) for b in as_list(message.metadata.get("anthropic_content"))]
+    if stored and _blocks_match(stored, message):
+        return [_request_block(b) for b in stored]
+    # The message was changed after it was parsed (or never had stored blocks): thinking first,
+    # as the API wants it, then the message's own text and tool calls.
+    blocks = [_request_block(b) for b in stored if b.get("type") in _THINKING_TYPES]
+    if message.text:
+        blocks.append({"type": "text", "text": message.text})
+    blocks.extend(
+        {"type": "tool_use", "id": c.id, "name": c.name, "input": _input_object(c.arguments)}
+        for c in message.tool_calls
+    )
+    return blocks
+
+
+def _blocks_match(blocks: list[dict[str, Any]], message: AssistantMessage) -> bool:
+    text = "".join(as_str(b.get("text")) or "" for b in blocks if b.get("type") == "text") or None
+    uses = [(b.get("id"), b.get("name"), b.get("input")) for b in blocks if b.get("type") == "tool_use"]
+    calls = [(c.id, c.name, _input_object(c.arguments)) for c in message.tool_calls]
+    return text == (message.text or None) and uses == calls
+
+
+def _request_block(block: Mapping[str, Any]) -> dict[str, Any]:
+    keep = _REQUEST_FIELDS.get(as_str(block.get("type")) or "")
+    if keep is None:
+        return {k: v for k, v in block.items() if v is not None}
+    return {k: block[k] for k in keep if block.get(k) is not None}
+
+
+def _input_object(arguments: str) -> dict[str, Any]:
+    """A tool call's arguments as the JSON object Anthropic wants; malformed ones become ``{}``
+    (the tool loop already answered them with an error text)."""
+    try:
+        value = json.loads(arguments) if arguments.strip() else {}
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+# -- response --------------------------------------------------------------------------------------
+
+
+def parse_message(data: Mapping[str, Any]) -> ChatResponse:
+    """A ChatResponse from a Messages API response body."""
+    blocks = [as_dict(b) for b in as_list(data.get("content"))]
+    stop_reason = as_str(data.get("stop_reason"))
+    message = assistant_message(blocks, stop_reason, {})
+    finish = _finish_reason(stop_reason, message.has_tool_calls())
+    usage = data.get("usage")
+    return ChatResponse(
+        (Generation(message, finish),),
+        ChatResponseMetadata(
+            id=as_str(data.get("id")) or None,
+            model=as_str(data.get("model")) or None,
+            usage=_usage(as_dict(usage)) if usage is not None else None,
+            finish_reason=finish,
+        ),
+    )
+
+
+def assistant_message(
+    blocks: list[dict[str, Any]], stop_reason: str | None, raw_arguments: Mapping[str, str]
+) -> AssistantMessage:
+    """The AssistantMessage for a response's content blocks. ``raw_arguments`` holds the streamed
+    argument text per tool-use id (else the parsed input is written back as JSON)."""
+    text = "".join(as_str(b.get("text")) or "" for b in blocks if b.get("type") == "text") or None
+    calls = tuple(
+        ToolCall(
+            as_str(b.get("id")) or "",
+            as_str(b.get("name")) or "",
+            raw_arguments.get(as_str(b.get("id")) or "")
+            or json.dumps(b.get("input") or {}, ensure_ascii=False),
+        )
+        for b in blocks
+        if b.get("type") == "tool_use"
+    )
+    metadata: dict[str, Any] = {}
+    if stop_reason is not None:
+        metadata["stop_reason"] = stop_reason
+    thinking = [as_str(b.get("thinking")) or "" for b in blocks if b.get("type") == "thinking"]
+    if any(thinking):
+        metadata["reasoning"] = "\n\n".join(t for t in thinking if t)
+    if any(b.get("type") not in ("text", "tool_use") for b in blocks):
+        metadata["anthropic_content"] = blocks
+    return AssistantMessage(text, calls, metadata)
+
+
+def _finish_reason(stop_reason: str | None, has_tool_calls: bool) -> str:
+    mapped = STOP_REASONS.get(stop_reason, stop_reason) if stop_reason else None
+    return finish_reason_or_default(mapped, has_tool_calls)
+
+
+def _usage(usage: Mapping[str, Any]) -> Usage:
+    # input_tokens leaves out cached tokens; the prompt's size is all three together.
+    prompt = sum(
+        as_int(usage.get(k))
+        for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+    )
+    return Usage(prompt, as_int(usage.get("output_tokens")))
+
+
+# -- stream ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class StreamAssembler:
+    """Assembles Messages-API stream events (parsed JSON): text deltas go out at once; blocks are
+    rebuilt by index (``input_json_delta`` pieces joined) for the final chunk."""
+
+    id: str | None = None
+    model: str | None = None
+    stop_reason: str | None = None
+    usage: dict[str, Any] = field(default_factory=dict)
+    blocks: dict[int, dict[str, Any]] = field(default_factory=dict)
+    partial_json: dict[int, list[str]] = field(default_factory=dict)
+
+    def feed(self, event: Mapping[str, Any]) -> str | None:
+        """Take in one event; returns its text delta (or None)."""
+        kind = event.get("type")
+        if kind == "message_start":
+            message = as_dict(event.get("message"))
+            self.id = as_str(message.get("id")) or None
+            self.model = as_str(message.get("model")) or None
+            self._add_usage(message.get("usage"))
+        elif kind == "content_block_start":
+            self.blocks[as_int(event.get("index"))] = as_dict(event.get("content_block"))
+        elif kind == "content_block_delta":
+            return self._apply_delta(as_int(event.get("index")), as_dict(event.get("delta")))
+        elif kind == "message_delta":
+            self.stop_reason = as_str(as_dict(event.get("delta")).get("stop_reason")) or self.stop_reason
+            self._add_usage(event.get("usage"))
+        return None
+
+    def _add_usage(self, usage: object) -> None:
+        self.usage.update({k: v for k, v in as_dict(usage).items() if v is not None})
+
+    def _apply_delta(self, index: int, delta: Mapping[str, Any]) -> str | None:
+        block = self.blocks.setdefault(index, {})
+        kind = delta.get("type")
+        if kind == "text_delta":
+            text = as_str(delta.get("text")) or ""
+            block["text"] = (as_str(block.get("text")) or "") + text
+            return text
+        if kind == "input_json_delta":
+            self.partial_json.setdefault(index, []).append(as_str(delta.get("partial_json")) or "")
+        elif kind == "thinking_delta":
+            block["thinking"] = (as_str(block.get("thinking")) or "") + (as_str(delta.get("thinking")) or "")
+        elif kind == "signature_delta":
+            block["signature"] = (as_str(block.get("signature")) or "") + (
+                as_str(delta.get("signature")) or ""
+            )
+        elif kind == "citations_delta":
+            block.setdefault("citations", []).append(delta.get("citation"))
+        return None
+
+    def _metadata(self, finish: str | None, usage: Usage | None) -> ChatResponseMetadata:
+        return ChatResponseMetadata(id=self.id, model=self.model, usage=usage, finish_reason=finish)
+
+    def text_chunk(self, text: str) -> ChatResponse:
+        """A chunk carrying one text delta."""
+        return ChatResponse((Generation(AssistantMessage(text)),), self._metadata(None, None))
+
+    def final(self) -> ChatResponse:
+        """The last chunk: whole tool calls, finish reason, usage, and the blocks to replay."""
+        raw_arguments: dict[str, str] = {}
+        blocks: list[dict[str, Any]] = []
+        for index in sorted(self.blocks):
+            block = self.blocks[index]
+            raw = "".join(self.partial_json.get(index, ()))
+            if raw.strip():
+                block["input"] = _input_object(raw)
+                raw_arguments[as_str(block.get("id")) or ""] = raw
+            blocks.append(block)
+        message = assistant_message(blocks, self.stop_reason, raw_arguments)
+        # Streamed text is the concatenation of the deltas, so this chunk carries none itself.
+        last = AssistantMessage(None, message.tool_calls, message.metadata)
+        finish = _finish_reason(self.stop_reason, message.has_tool_calls())
+        usage = _usage(self.usage) if self.usage else None
+        return ChatResponse((Generation(last, finish),), self._metadata(finish, usage))

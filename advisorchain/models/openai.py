@@ -1,0 +1,391 @@
+"""OpenAI Chat Completions over the official ``openai`` SDK — and so any OpenAI-compatible server
+(Ollama, vLLM, llama.cpp, Groq, DeepSeek, OpenRouter, Gemini's compatibility endpoint...).
+
+>>> model = OpenAIChatModel("gpt-4o-mini")                      # key from OPENAI_API_KEY
+>>> local = OpenAIChatModel("llama3.2", base_url="http://localhost:11434/v1")   # Ollama
+
+The adapter maps messages and options to the wire format and back; it never executes tools.
+Retries with backoff are the SDK's own (``max_retries``). Quirks of real servers are absorbed:
+empty tool-call ids get a made-up id, ``content: ""`` and ``null`` both mean "no text",
+``tool_calls: null``/``[]`` mean none, ``reasoning_content``/``reasoning`` go to the message
+metadata (never into the text), errors inside a 200 stream become ``ModelError``, and a missing
+finish reason is reported as ``"stop"`` (``"tool_calls"`` when the model called tools).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+import openai
+
+from ..errors import ModelError
+from ..messages import (
+    AssistantMessage,
+    Message,
+    SystemMessage,
+    ToolCall,
+    ToolResponseMessage,
+    UserMessage,
+)
+from ..model import ChatResponse, ChatResponseMetadata, Generation, Prompt, Usage
+from ._common import (
+    as_dict,
+    as_int,
+    as_list,
+    as_str,
+    error_from_body,
+    finish_reason_or_default,
+    layer_params,
+    new_tool_call_id,
+    option_params,
+    split_sdk_options,
+    tool_definitions,
+)
+
+__all__ = ["OpenAIChatModel", "parse_completion", "to_openai_messages"]
+
+_REASONING_FIELDS = ("reasoning_content", "reasoning")
+_LOCAL_SERVER_KEY = "unused"
+
+
+class OpenAIChatModel:
+    """A ChatModel for the Chat Completions API of OpenAI or any OpenAI-compatible server.
+
+    ``client`` is an ``openai.AsyncOpenAI`` you built yourself; otherwise one is built from
+    ``base_url`` and ``api_key`` (the SDK falls back to ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY``;
+    with a ``base_url`` and no key at all, as local servers need none, a placeholder is sent) with
+    ``max_retries`` for the SDK's retry with backoff. ``**defaults`` are request parameters sent with
+    every call (``temperature=0``, ``reasoning_effort="low"``, ``extra_headers={...}``...);
+    ``ChatOptions`` of a prompt override them and ``ChatOptions.extra`` overrides both. A ``None``
+    value removes a parameter (``stream_options=None`` for servers that reject it).
+
+    ``replay_reasoning`` sends a reasoning text the server returned (``reasoning_content`` or
+    ``reasoning``, kept in ``AssistantMessage.metadata``) back with that assistant message, as
+    DeepSeek's thinking mode requires in tool loops.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        client: openai.AsyncOpenAI | None = None,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        *,
+        max_retries: int | None = None,
+        provider_name: str = "openai",
+        replay_reasoning: bool = True,
+        **defaults: Any,
+    ) -> None:
+        if not isinstance(model, str) or not model.strip():
+            raise ValueError(f"OpenAIChatModel needs a model name, got {model!r}")
+        if client is not None and (base_url is not None or api_key is not None or max_retries is not None):
+            raise ValueError(
+                "OpenAIChatModel takes either a ready `client` or `base_url`/`api_key`/`max_retries` "
+                "to build one, not both; configure the client you pass instead"
+            )
+        self.model_name = model
+        self.provider = provider_name
+        self.replay_reasoning = replay_reasoning
+        self.defaults: dict[str, Any] = dict(defaults)
+        self.client = client if client is not None else _build_client(base_url, api_key, max_retries)
+
+    def __repr__(self) -> str:
+        return f"OpenAIChatModel({self.model_name!r}, provider={self.provider!r})"
+
+    async def call(self, prompt: Prompt) -> ChatResponse:
+        """One Chat Completions request; the whole answer as a ChatResponse."""
+        args = self._create_args(prompt, stream=False)
+        try:
+            completion = await self.client.chat.completions.create(**args)
+        except openai.OpenAIError as exc:
+            raise _model_error(exc, self.provider) from exc
+        return parse_completion(completion.to_dict(mode="json", warnings=False))
+
+    async def stream(self, prompt: Prompt) -> AsyncIterator[ChatResponse]:
+        """A streamed request: text deltas as they come, then one last chunk with the whole tool
+        calls, the finish reason, usage and reasoning. Closing the iterator closes the response."""
+        args = self._create_args(prompt, stream=True)
+        try:
+            sdk_stream = await self.client.chat.completions.create(**args)
+        except openai.OpenAIError as exc:
+            raise _model_error(exc, self.provider) from exc
+        assembler = StreamAssembler()
+        try:
+            async for chunk in sdk_stream:
+                text = assembler.feed(chunk.to_dict(mode="json", warnings=False))
+                if text:
+                    yield assembler.text_chunk(text)
+        except openai.OpenAIError as exc:
+            raise _model_error(exc, self.provider) from exc
+        finally:
+            await sdk_stream.close()
+        yield assembler.final()
+
+    def request_body(self, prompt: Prompt, *, stream: bool = False) -> dict[str, Any]:
+        """The JSON body this model sends for ``prompt`` (SDK options such as headers left out)."""
+        body, _ = split_sdk_options(self._params(prompt, stream))
+        return body
+
+    def _params(self, prompt: Prompt, stream: bool) -> dict[str, Any]:
+        base: dict[str, Any] = {
+            "model": self.model_name,
+            "messages": to_openai_messages(prompt.instructions, replay_reasoning=self.replay_reasoning),
+        }
+        if stream:
+            base["stream_options"] = {"include_usage": True}
+        request: dict[str, Any] = option_params(prompt, max_tokens_key="max_tokens", stop_key="stop")
+        tools = [_tool_param(d.name, d.description, d.input_schema) for d in tool_definitions(prompt.options)]
+        if tools:
+            request["tools"] = tools
+        options = prompt.options
+        if options is not None and options.output_schema is not None:
+            request["response_format"] = _response_format(options.output_schema)
+        extra = dict(options.extra) if options is not None else {}
+        params = layer_params(base, self.defaults, request, extra)
+        params.pop("stream", None)
+        return {k: v for k, v in params.items() if v is not None}
+
+    def _create_args(self, prompt: Prompt, stream: bool) -> dict[str, Any]:
+        body, sdk_options = split_sdk_options(self._params(prompt, stream))
+        model = body.pop("model")
+        messages = body.pop("messages")
+        # Everything else travels in extra_body, verbatim: parameters this SDK version does not
+        # know (vLLM's top_k, Ollama's options...) reach OpenAI-compatible servers untouched.
+        return {
+            "model": model,
+            "messages": cast(Any, messages),
+            "stream": stream,
+            "extra_body": body,
+            **sdk_options,
+        }
+
+
+def _build_client(base_url: str | None, api_key: str | None, max_retries: int | None) -> openai.AsyncOpenAI:
+    key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
+    if key is None and base_url is not None:
+        key = _LOCAL_SERVER_KEY
+    kwargs: dict[str, Any] = {}
+    if base_url is not None:
+        kwargs["base_url"] = base_url
+    if max_retries is not None:
+        kwargs["max_retries"] = max_retries
+    try:
+        return openai.AsyncOpenAI(api_key=key, **kwargs)
+    except openai.OpenAIError as exc:
+        raise ModelError(
+            "OpenAIChatModel has no API key: set OPENAI_API_KEY in the environment, pass api_key=..., "
+            "or pass a ready openai.AsyncOpenAI as client=",
+            provider="openai",
+        ) from exc
+
+
+def _model_error(exc: openai.OpenAIError, provider: str) -> ModelError:
+    if isinstance(exc, openai.APITimeoutError):
+        return ModelError(f"{provider} request timed out", error_type="timeout", provider=provider)
+    if isinstance(exc, openai.APIConnectionError):
+        return ModelError(
+            f"{provider} could not be reached: {exc.message}",
+            error_type="connection_error",
+            provider=provider,
+        )
+    if isinstance(exc, openai.APIError):
+        status = exc.status_code if isinstance(exc, openai.APIStatusError) else None
+        return error_from_body(exc.body, provider=provider, status_code=status, fallback=exc.message)
+    return ModelError(f"{provider} client failed: {exc}", provider=provider)
+
+
+# -- request ---------------------------------------------------------------------------------------
+
+
+def _tool_param(name: str, description: str, schema: Mapping[str, Any]) -> dict[str, Any]:
+    return {"type": "function", "function": {"name": name, "description": description, "parameters": schema}}
+
+
+def _response_format(schema: Mapping[str, Any]) -> dict[str, Any]:
+    title = schema.get("title")
+    name = "".join(c for c in title if c.isalnum() or c in "_-")[:64] if isinstance(title, str) else ""
+    return {
+        "type": "json_schema",
+        "json_schema": {"name": name or "result", "schema": dict(schema), "strict": False},
+    }
+
+
+def to_openai_messages(messages: Sequence[Message], *, replay_reasoning: bool = True) -> list[dict[str, Any]]:
+    """Chat Completions messages for ``messages``: one ``role=tool`` message per ToolResponse."""
+    wire: list[dict[str, Any]] = []
+    for message in messages:
+        if isinstance(message, SystemMessage):
+            wire.append({"role": "system", "content": message.text})
+        elif isinstance(message, UserMessage):
+            wire.append({"role": "user", "content": message.text})
+        elif isinstance(message, AssistantMessage):
+            wire.append(_assistant_param(message, replay_reasoning))
+        elif isinstance(message, ToolResponseMessage):
+            wire.extend(
+                {"role": "tool", "tool_call_id": r.id, "content": r.response_data} for r in message.responses
+            )
+        else:
+            raise TypeError(f"cannot send {message!r} to a chat model: it is not a Message")
+    return wire
+
+
+def _assistant_param(message: AssistantMessage, replay_reasoning: bool) -> dict[str, Any]:
+    param: dict[str, Any] = {"role": "assistant"}
+    if message.text is not None or not message.tool_calls:
+        param["content"] = message.text or ""
+    if message.tool_calls:
+        param["tool_calls"] = [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for c in message.tool_calls
+        ]
+    reasoning = message.metadata.get("reasoning")
+    if replay_reasoning and isinstance(reasoning, str):
+        wire_field = message.metadata.get("reasoning_field")
+        param[wire_field if wire_field in _REASONING_FIELDS else "reasoning_content"] = reasoning
+    return param
+
+
+# -- response --------------------------------------------------------------------------------------
+
+
+def parse_completion(data: Mapping[str, Any]) -> ChatResponse:
+    """A ChatResponse from a Chat Completions response body (one generation per choice)."""
+    generations = tuple(_generation(as_dict(choice)) for choice in as_list(data.get("choices")))
+    finish = generations[0].finish_reason if generations else None
+    return ChatResponse(
+        generations,
+        ChatResponseMetadata(
+            id=as_str(data.get("id")) or None,
+            model=as_str(data.get("model")) or None,
+            usage=parse_usage(data.get("usage")),
+            finish_reason=finish,
+        ),
+    )
+
+
+def _generation(choice: Mapping[str, Any]) -> Generation:
+    message = as_dict(choice.get("message"))
+    calls = tuple(_tool_call(as_dict(c)) for c in as_list(message.get("tool_calls")))
+    metadata = _reasoning_metadata(message)
+    refusal = as_str(message.get("refusal"))
+    if refusal:
+        metadata["refusal"] = refusal
+    output = AssistantMessage(_content_text(message.get("content")), calls, metadata)
+    return Generation(output, finish_reason_or_default(as_str(choice.get("finish_reason")), bool(calls)))
+
+
+def _content_text(content: object) -> str | None:
+    if isinstance(content, list):
+        parts = [as_str(as_dict(p).get("text")) or "" for p in content if as_dict(p).get("type") == "text"]
+        content = "".join(parts)
+    return content if isinstance(content, str) and content else None
+
+
+def _tool_call(call: Mapping[str, Any]) -> ToolCall:
+    if call.get("type") == "custom":
+        custom = as_dict(call.get("custom"))
+        name, arguments = as_str(custom.get("name")), as_str(custom.get("input"))
+    else:
+        function = as_dict(call.get("function"))
+        name, arguments = as_str(function.get("name")), as_str(function.get("arguments"))
+    return ToolCall(as_str(call.get("id")) or new_tool_call_id(), name or "", arguments or "")
+
+
+def _reasoning_metadata(message: Mapping[str, Any]) -> dict[str, Any]:
+    for wire_field in _REASONING_FIELDS:
+        text = as_str(message.get(wire_field))
+        if text:
+            return {"reasoning": text, "reasoning_field": wire_field}
+    return {}
+
+
+def parse_usage(usage: object) -> Usage | None:
+    """Usage from a Chat Completions ``usage`` object, or None when there is none."""
+    data = as_dict(usage)
+    if not data:
+        return None
+    return Usage(as_int(data.get("prompt_tokens")), as_int(data.get("completion_tokens")))
+
+
+# -- stream ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class _PartialCall:
+    id: str = ""
+    name: str = ""
+    arguments: list[str] = field(default_factory=list)
+
+    def add(self, delta: Mapping[str, Any]) -> None:
+        self.id = self.id or as_str(delta.get("id")) or ""
+        function = as_dict(delta.get("function"))
+        self.name += as_str(function.get("name")) or ""
+        self.arguments.append(as_str(function.get("arguments")) or "")
+
+    def done(self) -> ToolCall:
+        return ToolCall(self.id or new_tool_call_id(), self.name, "".join(self.arguments))
+
+
+@dataclass
+class StreamAssembler:
+    """Assembles Chat Completions stream chunks (parsed JSON) of the first choice: text deltas go
+    out at once; tool-call deltas are joined by index into whole calls for the final chunk."""
+
+    id: str | None = None
+    model: str | None = None
+    finish_reason: str | None = None
+    usage: Usage | None = None
+    reasoning: list[str] = field(default_factory=list)
+    reasoning_field: str | None = None
+    calls: dict[int, _PartialCall] = field(default_factory=dict)
+
+    def feed(self, chunk: Mapping[str, Any]) -> str | None:
+        """Take in one chunk; returns its text delta (or None)."""
+        self.id = self.id or as_str(chunk.get("id")) or None
+        self.model = self.model or as_str(chunk.get("model")) or None
+        self.usage = parse_usage(chunk.get("usage")) or self.usage
+        choice = next(
+            (as_dict(c) for c in as_list(chunk.get("choices")) if as_dict(c).get("index", 0) == 0), {}
+        )
+        self.finish_reason = as_str(choice.get("finish_reason")) or self.finish_reason
+        delta = as_dict(choice.get("delta"))
+        self._add_reasoning(delta)
+        for call in as_list(delta.get("tool_calls")):
+            self._add_call(as_dict(call))
+        return _content_text(delta.get("content"))
+
+    def _add_reasoning(self, delta: Mapping[str, Any]) -> None:
+        for wire_field in _REASONING_FIELDS:
+            text = as_str(delta.get(wire_field))
+            if text:
+                self.reasoning.append(text)
+                self.reasoning_field = self.reasoning_field or wire_field
+
+    def _add_call(self, delta: Mapping[str, Any]) -> None:
+        index = delta.get("index")
+        if not isinstance(index, int):
+            # No index (some servers): a delta with an id or a name starts a new call.
+            starts = bool(delta.get("id")) or bool(as_dict(delta.get("function")).get("name"))
+            index = len(self.calls) if starts or not self.calls else max(self.calls)
+        self.calls.setdefault(index, _PartialCall()).add(delta)
+
+    def _metadata(self, finish: str | None) -> ChatResponseMetadata:
+        return ChatResponseMetadata(id=self.id, model=self.model, usage=self.usage, finish_reason=finish)
+
+    def text_chunk(self, text: str) -> ChatResponse:
+        """A chunk carrying one text delta."""
+        return ChatResponse((Generation(AssistantMessage(text)),), self._metadata(None))
+
+    def final(self) -> ChatResponse:
+        """The last chunk: whole tool calls, finish reason, usage, reasoning metadata."""
+        calls = tuple(self.calls[i].done() for i in sorted(self.calls))
+        metadata: dict[str, Any] = {}
+        if self.reasoning:
+            metadata = {"reasoning": "".join(self.reasoning), "reasoning_field": self.reasoning_field}
+        finish = finish_reason_or_default(self.finish_reason, bool(calls))
+        return ChatResponse(
+            (Generation(AssistantMessage(None, calls, metadata), finish),), self._metadata(finish)
+        )
