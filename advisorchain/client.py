@@ -229,15 +229,15 @@ class ChatClientRequestSpec:
 
     def _build_advisors(self, context: Mapping[str, Any]) -> tuple[Any, ...]:
         client = self._client
-        advisors = [*client.default_advisors, *self._advisors]
+        advisors: list[Any] = [*client.default_advisors, *self._advisors]
         seen: dict[int, object] = {}
         for a in advisors:
             if id(a) in seen:
-                raise ChainConfigurationError(f"advisor {a.name!r} was registered twice")  # type: ignore[attr-defined]
+                raise ChainConfigurationError(f"advisor {a.name!r} was registered twice")
             seen[id(a)] = a
-        tool_advisors = [a for a in advisors if isinstance(a, ToolAdvisor)]
+        tool_advisors: list[Any] = [a for a in advisors if isinstance(a, ToolAdvisor)]
         if len(tool_advisors) > 1:
-            names = " and ".join(repr(a.name) for a in tool_advisors)  # type: ignore[attr-defined]
+            names = " and ".join(repr(a.name) for a in tool_advisors)
             raise ChainConfigurationError(f"a chain may hold one ToolAdvisor, this one has {names}")
         auto = client.tool_calling_auto_register and context.get(
             AdvisorParams.TOOL_CALLING_ADVISOR_AUTO_REGISTER, True
@@ -245,15 +245,14 @@ class ChatClientRequestSpec:
         if not tool_advisors and auto:
             advisors.append(_auto_tool_advisor(advisors))
         # sorted() is stable: equal orders keep registration order, defaults first.
-        return tuple(sorted(advisors, key=lambda a: a.order))  # type: ignore[attr-defined]
+        return tuple(sorted(advisors, key=lambda a: a.order))
 
 
-def _auto_tool_advisor(advisors: Sequence[object]) -> object:
+def _auto_tool_advisor(advisors: Sequence[Any]) -> object:
     from .advisors.tool_calling import ToolCallingAdvisor
 
-    inner_memory = any(
-        isinstance(a, MemoryAdvisor) and a.order > ToolCallingAdvisor.DEFAULT_ORDER for a in advisors
-    )
+    memory_orders: list[int] = [getattr(a, "order", 0) for a in advisors if isinstance(a, MemoryAdvisor)]
+    inner_memory = any(order > ToolCallingAdvisor.DEFAULT_ORDER for order in memory_orders)
     return ToolCallingAdvisor(conversation_history_enabled=not inner_memory)
 
 

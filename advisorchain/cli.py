@@ -1,0 +1,205 @@
+"""The command line: ``advisorchain demo`` runs an agent through the whole chain.
+
+Offline by default (a scripted model plays the LLM, so it needs no key); ``--provider openai``
+or ``--provider anthropic`` runs the same agent on a real model (key from the environment).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+from pydantic import BaseModel
+
+from .advisors.api import BaseAdvisor, ChatClientRequest, ChatClientResponse, Ordered
+from .client import ChatClient
+from .memory.api import ChatMemory
+from .messages import AssistantMessage, ToolCall, ToolResponseMessage, UserMessage
+from .model import ChatModel
+
+if TYPE_CHECKING:
+    from .tools.todo import TodoTools
+
+__all__ = ["main"]
+
+CITY_WEATHER = {"lisbon": "sunny, 24°C", "porto": "cloudy, 19°C"}
+PLACES = {"museum": ["Museu Calouste Gulbenkian", "MAAT"], "food": ["Time Out Market"]}
+
+
+class DayPlan(BaseModel):
+    """The structured answer of the demo's second turn."""
+
+    city: str
+    weather: str
+    morning: str
+    afternoon: str
+
+
+def _todos(*statuses: str) -> str:
+    texts = ["Check the weather", "Find a museum", "Write the plan"]
+    items = [
+        {"id": str(i + 1), "text": t, "status": s}
+        for i, (t, s) in enumerate(zip(texts, statuses, strict=True))
+    ]
+    return json.dumps({"items": items})
+
+
+def scripted_model() -> ChatModel:
+    """The LLM's part of the demo, scripted: a todo list, two parallel tools, an update, an answer;
+    then one invalid and one valid structured answer (the validation advisor retries)."""
+    from .testing import ScriptedChatModel
+
+    call = ToolCall
+    return ScriptedChatModel(
+        [
+            AssistantMessage(
+                "Let me plan this.", [call("t1", "todo_write", _todos("in_progress", "pending", "pending"))]
+            ),
+            AssistantMessage(
+                None,
+                [
+                    call("w1", "get_weather", '{"city": "Lisbon"}'),
+                    call("p1", "find_places", '{"city": "Lisbon", "kind": "museum"}'),
+                ],
+            ),
+            AssistantMessage(
+                None, [call("t2", "todo_write", _todos("completed", "completed", "in_progress"))]
+            ),
+            "Lisbon is sunny (24°C): Gulbenkian in the morning, MAAT by the river in the afternoon.",
+            '{"city": "Lisbon", "weather": "sunny, 24°C", "morning": "Museu Calouste Gulbenkian"}',
+            '{"city": "Lisbon", "weather": "sunny, 24°C", "morning": "Museu Calouste Gulbenkian",'
+            ' "afternoon": "MAAT"}',
+        ]
+    )
+
+
+def _real_model(provider: str, model: str | None) -> ChatModel:
+    if provider == "openai":
+        from .models.openai import OpenAIChatModel
+
+        return OpenAIChatModel(model or "gpt-4o-mini")
+    from .models.anthropic import AnthropicChatModel
+
+    return AnthropicChatModel(model or "claude-haiku-4-5")
+
+
+class Narrator(BaseAdvisor):
+    """An observing advisor inside the tool loop: it sees, and prints, every iteration."""
+
+    def __init__(self, out: TextIO, order: int) -> None:
+        self.out = out
+        self.order = order
+        self.iteration = 0
+
+    def before(self, request: ChatClientRequest, chain: object) -> ChatClientRequest:
+        self.iteration += 1
+        last = request.prompt.instructions[-1]
+        if isinstance(last, ToolResponseMessage):
+            for r in last.responses:
+                shown = r.response_data.replace("\n", " | ")
+                print(f"      {r.name} -> {shown}", file=self.out)
+        elif isinstance(last, UserMessage) and "Output JSON validation failed" in last.text:
+            print(f"      retry: {last.text.splitlines()[-1]}", file=self.out)
+        print(
+            f"  [{self.iteration}] model call with {len(request.prompt.instructions)} message(s)",
+            file=self.out,
+        )
+        return request
+
+    def after(self, response: ChatClientResponse, chain: object) -> ChatClientResponse:
+        chat = response.chat_response
+        if chat is not None and chat.result is not None:
+            out = chat.result.output
+            for c in out.tool_calls:
+                print(f"      asks for {c.name}({c.arguments})", file=self.out)
+            if out.text and not out.tool_calls:
+                print(f"      answers: {out.text}", file=self.out)
+        return response
+
+
+def run_demo(out: TextIO, model: ChatModel, db_path: Path, stream: bool) -> None:
+    """The demo agent: memory (SQLite) outside the loop, a narrator and a todo reminder inside it,
+    three tools (two of them the todo list), then a validated structured answer."""
+    from .advisors.memory import MessageChatMemoryAdvisor
+    from .advisors.todo import TodoReminderAdvisor
+    from .memory import MessageWindowChatMemory, SQLiteChatMemoryRepository
+    from .tools import tool
+    from .tools.todo import TodoTools
+
+    @tool
+    def get_weather(city: str) -> str:
+        """Current weather in a city."""
+        return CITY_WEATHER.get(city.lower(), "unknown")
+
+    @tool
+    def find_places(city: str, kind: str) -> list[str]:
+        """Places of a kind (museum, food) in a city."""
+        return PLACES.get(kind, [])
+
+    memory = MessageWindowChatMemory(SQLiteChatMemoryRepository(db_path), max_messages=50)
+    todos = TodoTools()
+    client = ChatClient(
+        model,
+        default_system="You plan city days. Keep a todo list with todo_write.",
+        default_advisors=[
+            MessageChatMemoryAdvisor(memory),
+            # Innermost: it sees every model call, tool rounds and validation retries alike.
+            Narrator(out, Ordered.LOWEST_PRECEDENCE - 1000),
+            TodoReminderAdvisor(),
+        ],
+        default_tools=[get_weather, find_places, todos],
+    )
+    question = "Plan a day in Lisbon: check the weather and find a museum."
+    print(f"user: {question}", file=out)
+    spec = client.prompt(question).param(ChatMemory.CONVERSATION_ID, "demo")
+    if stream:
+        print("assistant (streamed): ", end="", file=out)
+        for delta in spec.stream().content():
+            print(delta, end="", file=out, flush=True)
+        print(file=out)
+    else:
+        print(f"assistant: {spec.call().content()}", file=out)
+    print(f"todo list:\n  {_render(todos)}", file=out)
+
+    print("\nuser: Now as a structured plan.", file=out)
+    plan = (
+        client.prompt("Now as a structured plan.")
+        .param(ChatMemory.CONVERSATION_ID, "demo")
+        .call()
+        .entity(DayPlan, schema_validation=True)
+    )
+    print(f"structured: {plan!r}", file=out)
+    stored = memory.get("demo")
+    kinds = ", ".join(m.type.value for m in stored)
+    print(f"\nmemory ({db_path.name}): {len(stored)} messages stored: {kinds}", file=out)
+
+
+def _render(todos: TodoTools) -> str:
+    from .tools.todo import render
+
+    return render(todos.todos("demo")).replace("\n", "\n  ")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``advisorchain`` command."""
+    parser = argparse.ArgumentParser(prog="advisorchain", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    demo = sub.add_parser("demo", help="run an agent through the whole advisor chain")
+    demo.add_argument("--provider", choices=["scripted", "openai", "anthropic"], default="scripted")
+    demo.add_argument("--model", help="model name for a real provider")
+    demo.add_argument("--stream", action="store_true", help="stream the first answer")
+    demo.add_argument("--db", type=Path, help="SQLite file for the conversation (default: a temp dir)")
+    args = parser.parse_args(argv)
+    model = scripted_model() if args.provider == "scripted" else _real_model(args.provider, args.model)
+    with tempfile.TemporaryDirectory() as tmp:
+        run_demo(sys.stdout, model, args.db or Path(tmp) / "demo.sqlite3", args.stream)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
