@@ -20,8 +20,27 @@ from typing import TypeAlias
 from .errors import AdvisorChainError
 from .messages import AssistantMessage
 from .model import ChatResponse, ChatResponseMetadata, Generation, Prompt
+from .replay import (
+    Cassette,
+    RecordedRequest,
+    cassette_transport,
+    load_cassette,
+    replay_anthropic_client,
+    replay_openai_client,
+)
 
-__all__ = ["FunctionChatModel", "Reply", "ScriptedChatModel", "stream_chunks"]
+__all__ = [
+    "Cassette",
+    "FunctionChatModel",
+    "RecordedRequest",
+    "Reply",
+    "ScriptedChatModel",
+    "cassette_transport",
+    "load_cassette",
+    "replay_anthropic_client",
+    "replay_openai_client",
+    "stream_chunks",
+]
 
 Reply: TypeAlias = AssistantMessage | ChatResponse | str
 """What a test model may answer: a message, a whole response, or plain text."""

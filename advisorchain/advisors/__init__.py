@@ -14,6 +14,12 @@ from .api import (
     StreamAdvisorChain,
     ToolAdvisor,
 )
+from .logging import SimpleLoggerAdvisor
+from .memory import MessageChatMemoryAdvisor
+from .structured_output import StructuredOutputValidationAdvisor
+from .todo import TodoReminderAdvisor
+from .tool_calling import ToolCallingAdvisor
+from .tool_search import ToolSearchToolCallingAdvisor
 
 __all__ = [
     "AdvisorChain",
@@ -24,8 +30,14 @@ __all__ = [
     "ChatClientRequest",
     "ChatClientResponse",
     "MemoryAdvisor",
+    "MessageChatMemoryAdvisor",
     "Ordered",
+    "SimpleLoggerAdvisor",
     "StreamAdvisor",
     "StreamAdvisorChain",
+    "StructuredOutputValidationAdvisor",
+    "TodoReminderAdvisor",
     "ToolAdvisor",
+    "ToolCallingAdvisor",
+    "ToolSearchToolCallingAdvisor",
 ]
