@@ -254,15 +254,13 @@ async def _gather_or_cancel(coros: Sequence[Coroutine[Any, Any, T]]) -> list[T]:
 
 def _calls_this_turn(history: Sequence[Message]) -> Counter[str]:
     """Tool responses per tool name since the last user message."""
-    start = 0
-    for index in range(len(history) - 1, -1, -1):
-        if isinstance(history[index], UserMessage):
-            start = index + 1
-            break
     counts: Counter[str] = Counter()
-    for message in history[start:]:
+    for message in reversed(history):
         if isinstance(message, ToolResponseMessage):
-            counts.update(r.name for r in message.responses)
+            for response in message.responses:
+                counts[response.name] += 1
+        elif isinstance(message, UserMessage):
+            break
     return counts
 
 
