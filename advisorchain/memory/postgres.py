@@ -131,10 +131,7 @@ class PostgresChatMemoryRepository(BlockingRepository):
             self._lock(conn, conversation_id)
             conn.execute(self._sql["delete_all"], (conversation_id,))
             if encoded:
-                with conn.cursor() as cur:
-                    cur.executemany(
-                        self._sql["insert"], [(conversation_id, i, text) for i, text in enumerate(encoded)]
-                    )
+                conn.execute(self._sql["insert"], (conversation_id, list(range(len(encoded))), encoded))
 
     def delete_by_conversation_id(self, conversation_id: str) -> None:
         """Forget the conversation."""
@@ -152,14 +149,11 @@ class PostgresChatMemoryRepository(BlockingRepository):
             old = [(seq, decode(conversation_id, i, raw)) for i, (seq, raw) in enumerate(rows)]
             new = check_messages(conversation_id, change([m for _, m in old]))
             deletes, inserts = plan_rows(old, new)
-            with conn.cursor() as cur:
-                if deletes:
-                    cur.execute(self._sql["delete_many"], (conversation_id, deletes))
-                if inserts:
-                    cur.executemany(
-                        self._sql["insert"],
-                        [(conversation_id, seq, encode(conversation_id, m)) for seq, m in inserts],
-                    )
+            encoded = [encode(conversation_id, m) for _, m in inserts]
+            if deletes:
+                conn.execute(self._sql["delete_many"], (conversation_id, deletes))
+            if inserts:
+                conn.execute(self._sql["insert"], (conversation_id, [seq for seq, _ in inserts], encoded))
         return new
 
     def _lock(self, conn: Any, conversation_id: str) -> None:
@@ -176,8 +170,14 @@ def _statements(sql: Any, table_name: str) -> dict[str, Any]:
         "select": sql.SQL("SELECT seq, message FROM {} WHERE conversation_id = %s ORDER BY seq").format(
             table
         ),
-        "insert": sql.SQL("INSERT INTO {} (conversation_id, seq, message) VALUES (%s, %s, %s)").format(table),
-        "delete_many": sql.SQL("DELETE FROM {} WHERE conversation_id = %s AND seq = ANY(%s)").format(table),
+        # One statement for any number of rows: a round trip per write, not per message.
+        "insert": sql.SQL(
+            "INSERT INTO {} (conversation_id, seq, message) "
+            "SELECT %s, unnest(%s::bigint[]), unnest(%s::text[])"
+        ).format(table),
+        "delete_many": sql.SQL(
+            "DELETE FROM {} WHERE conversation_id = %s AND seq = ANY(%s::bigint[])"
+        ).format(table),
         "delete_all": sql.SQL("DELETE FROM {} WHERE conversation_id = %s").format(table),
         "ids": sql.SQL("SELECT DISTINCT conversation_id FROM {} ORDER BY conversation_id").format(table),
     }
