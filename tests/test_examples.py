@@ -1,0 +1,29 @@
+"""Every example in examples/ runs, offline, and prints what its docstring promises."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXPECTED = {
+    "tool_loop.py": "Paris is sunny (21°C); Rome is cloudy (18°C).",
+    "observing_advisor.py": "Done. [['lookup'], []]",
+    "structured_output.py": "name='Paris' population=2100000",
+    "memory_sqlite.py": "['user', 'assistant', 'user']",
+    "streaming.py": "Let me check the clock. It is 14:05.",
+}
+
+
+def test_every_example_is_checked() -> None:
+    assert sorted(p.name for p in EXAMPLES.glob("*.py")) == sorted(EXPECTED)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_example_runs(name: str) -> None:
+    done = subprocess.run([sys.executable, str(EXAMPLES / name)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert EXPECTED[name] in done.stdout
