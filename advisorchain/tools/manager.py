@@ -95,7 +95,8 @@ class ToolCallingManager:
     timeouts become an error text in that call's response (the model can correct itself), or a
     ToolExecutionError when ``raise_on_error=True``. Per-turn limits count the tool responses in the
     history since the last user message plus the calls being executed; a breach raises
-    ToolCallLimitExceeded. ``tool_timeout`` (seconds) bounds each call.
+    ToolCallLimitExceeded. ``tool_timeout`` (seconds) bounds each call: an async tool is cancelled,
+    a sync tool's worker thread cannot be stopped and finishes in the background, its result unused.
     """
 
     def __init__(
@@ -155,15 +156,15 @@ class ToolCallingManager:
                 return index, _Breach(
                     call.name,
                     self.max_calls_per_tool,
-                    f"tool call limit reached: {call.name!r} was already called {per_tool[call.name]} "
-                    f"times in this turn (max_calls_per_tool={self.max_calls_per_tool})",
+                    f"tool call limit reached: the model asked for more than "
+                    f"max_calls_per_tool={self.max_calls_per_tool} calls of {call.name!r} in this turn",
                 )
             if total + 1 > self.max_total_calls:
                 return index, _Breach(
                     None,
                     self.max_total_calls,
-                    f"tool call limit reached: {total} tool calls were already made in this turn "
-                    f"(max_total_calls={self.max_total_calls})",
+                    f"tool call limit reached: the model asked for more than "
+                    f"max_total_calls={self.max_total_calls} tool calls in this turn",
                 )
             per_tool[call.name] += 1
             total += 1

@@ -190,7 +190,7 @@ async def test_a_per_tool_limit_ends_the_loop_with_a_response_naming_the_limit()
     chat = response.chat_response
     assert len(chat.generations) == 1
     assert chat.finish_reason == "toolCallLimitExceeded"
-    assert "'get_weather' was already called 1 times in this turn (max_calls_per_tool=1)" in chat.text
+    assert "max_calls_per_tool=1 calls of 'get_weather'" in chat.text
     assert len(model.prompts) == 2
 
 
@@ -198,7 +198,7 @@ async def test_the_total_limit_ends_the_loop_with_a_response_naming_it() -> None
     model = ScriptedChatModel([asks(WEATHER), asks(TIME)])
     response = await loop(model, ToolCallingAdvisor(ToolCallingManager(max_total_calls=1)))
     assert response.chat_response.finish_reason == "toolCallLimitExceeded"
-    assert "(max_total_calls=1)" in response.chat_response.text
+    assert "more than max_total_calls=1 tool calls in this turn" in response.chat_response.text
 
 
 async def test_max_iterations_raises_before_executing_the_last_tools() -> None:

@@ -365,7 +365,7 @@ async def test_the_per_tool_limit_counts_the_calls_of_this_turn() -> None:
             ToolCallingManager(max_calls_per_tool=2), prompt, asks(("x", "get_time", '{"city": "Oslo"}'))
         )
     assert (info.value.tool_name, info.value.limit) == ("get_time", 2)
-    assert "'get_time' was already called 2 times in this turn (max_calls_per_tool=2)" in str(info.value)
+    assert "more than max_calls_per_tool=2 calls of 'get_time' in this turn" in str(info.value)
 
 
 async def test_calls_before_the_last_user_message_do_not_count() -> None:
@@ -386,8 +386,8 @@ async def test_the_calls_being_executed_count_toward_the_limit() -> None:
     assert texts(info.value.partial_result) == [
         "noon in Oslo",
         "noon in Oslo",
-        "Error: not executed: tool call limit reached: 'get_time' was already called 2 times in this turn "
-        "(max_calls_per_tool=2)",
+        "Error: not executed: tool call limit reached: the model asked for more than "
+        "max_calls_per_tool=2 calls of 'get_time' in this turn",
     ]
 
 
@@ -397,7 +397,7 @@ async def test_the_total_limit_has_no_tool_name() -> None:
     with pytest.raises(ToolCallLimitExceeded) as info:
         await run(ToolCallingManager(max_total_calls=2), prompt, message)
     assert (info.value.tool_name, info.value.limit) == (None, 2)
-    assert "2 tool calls were already made in this turn (max_total_calls=2)" in str(info.value)
+    assert "more than max_total_calls=2 tool calls in this turn" in str(info.value)
 
 
 @pytest.mark.parametrize(
