@@ -2,8 +2,9 @@
 
 Run: ``.venv/bin/python benchmarks/bench_tool_loop.py`` — prints a markdown table per path (call,
 stream): microseconds per request and per loop iteration, with 0, 1 and 5 pass-through advisors
-inside the loop and 1, 5, 10 and 20 iterations (model calls). Each figure is the best of several
-repeats (as ``timeit`` reports), so noise from other processes inflates it least.
+inside the loop and 1, 5, 10 and 20 iterations (model calls). Figures are process CPU time, the
+best of several repeats (as ``timeit`` reports), so other processes on a shared machine inflate them
+least; the tool is async, so no worker thread hides time from the count.
 """
 
 from __future__ import annotations
