@@ -5,6 +5,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -m venv .venv
 .venv/bin/pip install -q --disable-pip-version-check -e '.[dev]'
+# Real PostgreSQL and Redis on loopback for the memory tests (unless the caller already points at
+# servers); the trap stops them however the run ends.
+if [[ -z "${ADVISORCHAIN_TEST_POSTGRES_DSN:-}" || -z "${ADVISORCHAIN_TEST_REDIS_URL:-}" ]]; then
+    services_env=$(scripts/services.sh start)
+    eval "$services_env"
+    trap 'scripts/services.sh stop "$ADVISORCHAIN_SERVICES_DIR"' EXIT
+fi
 .venv/bin/python -m pytest "$@"
 .venv/bin/ruff check advisorchain tests benchmarks examples
 .venv/bin/ruff format --check advisorchain

@@ -4,6 +4,8 @@ clear errors for stored data that cannot be read back."""
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 import threading
 import uuid
 from typing import Any
@@ -235,3 +237,23 @@ def test_any_messages_round_trip_exactly(repository: Any, messages: list[Message
     repository.save_all(cid, messages)
 
     assert repository.find_by_conversation_id(cid) == messages
+
+
+def test_the_package_imports_without_the_server_drivers_and_says_what_to_install() -> None:
+    script = (
+        "import sys\n"
+        "for name in ('psycopg', 'psycopg_pool', 'redis'):\n"
+        "    sys.modules[name] = None\n"
+        "import advisorchain, advisorchain.memory as m\n"
+        "for make in (lambda: m.PostgresChatMemoryRepository('postgresql://x'), m.RedisChatMemoryRepository):\n"
+        "    try:\n"
+        "        make()\n"
+        "    except ImportError as e:\n"
+        "        print(e)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+
+    assert result.stdout.splitlines() == [
+        "PostgresChatMemoryRepository needs psycopg 3 and psycopg_pool: pip install 'advisorchain[postgres]'",
+        "RedisChatMemoryRepository needs redis-py: pip install 'advisorchain[redis]'",
+    ]
