@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 import anthropic
+import httpx2
 
 from ..errors import ModelError
 from ..messages import (
@@ -150,7 +151,8 @@ class AnthropicChatModel:
                 text = assembler.feed(event.to_dict(mode="json", warnings=False))
                 if text:
                     yield assembler.text_chunk(text)
-        except anthropic.AnthropicError as exc:
+        except (anthropic.AnthropicError, httpx2.TransportError) as exc:
+            # This SDK leaves a connection lost mid-stream as the transport's own error.
             raise _model_error(exc) from exc
         finally:
             await sdk_stream.close()
@@ -210,9 +212,13 @@ def _build_client(
     return anthropic.AsyncAnthropic(**kwargs)
 
 
-def _model_error(exc: anthropic.AnthropicError) -> ModelError:
-    if isinstance(exc, anthropic.APITimeoutError):
+def _model_error(exc: anthropic.AnthropicError | httpx2.TransportError) -> ModelError:
+    if isinstance(exc, anthropic.APITimeoutError | httpx2.TimeoutException):
         return ModelError("anthropic request timed out", error_type="timeout", provider="anthropic")
+    if isinstance(exc, httpx2.TransportError):
+        return ModelError(
+            f"anthropic connection failed: {exc}", error_type="connection_error", provider="anthropic"
+        )
     if isinstance(exc, anthropic.APIConnectionError):
         return ModelError(
             f"anthropic could not be reached: {exc.message}",

@@ -127,7 +127,7 @@ class OpenAIChatModel:
     def request_body(self, prompt: Prompt, *, stream: bool = False) -> dict[str, Any]:
         """The JSON body this model sends for ``prompt`` (SDK options such as headers left out)."""
         body, _ = split_sdk_options(self._params(prompt, stream))
-        return body
+        return {**body, "stream": stream}
 
     def _params(self, prompt: Prompt, stream: bool) -> dict[str, Any]:
         base: dict[str, Any] = {

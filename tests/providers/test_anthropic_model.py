@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import itertools
 import json
+from collections.abc import AsyncIterator
 from typing import Any
 
 import anthropic
+import httpx2
 import pytest
 from cassette_support import RecordedTool, cassette_dir, read
 from hypothesis import given
@@ -389,3 +391,29 @@ async def test_closing_the_stream_early_closes_the_http_response() -> None:
 
     assert first.text == "Here are"
     assert cassette.open_streams == 0
+
+
+class _LostConnection(httpx2.AsyncByteStream):
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        yield (
+            b'event: message_start\ndata: {"type":"message_start","message":{"id":"m1","type":"message",'
+            b'"role":"assistant","model":"claude","content":[],"usage":{"input_tokens":1,"output_tokens":1}}}\n\n'
+        )
+        raise httpx2.ReadError("connection lost")
+
+
+async def test_a_connection_lost_mid_stream_becomes_a_model_error() -> None:
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(200, headers={"content-type": "text/event-stream"}, stream=_LostConnection())
+
+    client = anthropic.AsyncAnthropic(
+        api_key="test-key", http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(handler))
+    )
+    model = AnthropicChatModel("claude", client=client)
+
+    with pytest.raises(ModelError) as caught:
+        async for _ in model.stream(Prompt([UserMessage("hi")])):
+            pass
+
+    assert caught.value.error_type == "connection_error"
+    assert caught.value.status_code is None

@@ -96,6 +96,7 @@ def test_chat_options_map_to_request_fields() -> None:
         "max_tokens": 50,
         "top_p": 0.9,
         "stop": ["END"],
+        "stream": False,
     }
 
 
