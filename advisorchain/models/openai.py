@@ -241,10 +241,12 @@ def _assistant_param(message: AssistantMessage, replay_reasoning: bool) -> dict[
             {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
             for c in message.tool_calls
         ]
+    # Only reasoning that came from a Chat Completions server (it names its field) goes back:
+    # another provider's thinking would be an unknown field here.
     reasoning = message.metadata.get("reasoning")
-    if replay_reasoning and isinstance(reasoning, str):
-        wire_field = message.metadata.get("reasoning_field")
-        param[wire_field if wire_field in _REASONING_FIELDS else "reasoning_content"] = reasoning
+    wire_field = message.metadata.get("reasoning_field")
+    if replay_reasoning and isinstance(reasoning, str) and wire_field in _REASONING_FIELDS:
+        param[wire_field] = reasoning
     return param
 
 

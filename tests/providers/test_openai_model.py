@@ -196,6 +196,12 @@ def test_reasoning_is_sent_back_under_the_field_it_came_in() -> None:
     assert to_openai_messages([message]) == [{"role": "assistant", "content": "a", "reasoning": "r"}]
 
 
+def test_reasoning_from_another_provider_is_not_sent() -> None:
+    message = AssistantMessage("a", metadata={"reasoning": "anthropic thinking"})
+
+    assert to_openai_messages([message]) == [{"role": "assistant", "content": "a"}]
+
+
 def test_reasoning_replay_can_be_turned_off() -> None:
     message = AssistantMessage("a", metadata={"reasoning": "r", "reasoning_field": "reasoning_content"})
 
