@@ -8,6 +8,7 @@ import subprocess
 import sys
 import threading
 import uuid
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -257,3 +258,60 @@ def test_the_package_imports_without_the_server_drivers_and_says_what_to_install
         "PostgresChatMemoryRepository needs psycopg 3 and psycopg_pool: pip install 'advisorchain[postgres]'",
         "RedisChatMemoryRepository needs redis-py: pip install 'advisorchain[redis]'",
     ]
+
+
+def test_an_in_memory_sqlite_database_is_shared_by_the_threads_of_one_repository() -> None:
+    from advisorchain.memory.sqlite import SQLiteChatMemoryRepository
+
+    with SQLiteChatMemoryRepository(":memory:") as repository:
+        memory = MessageWindowChatMemory(repository, max_messages=1_000)
+        threads = [threading.Thread(target=memory.add, args=("c1", [UserMessage(f"m{i}")])) for i in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+
+        assert sorted(m.text for m in memory.get("c1")) == [f"m{i}" for i in range(8)]  # type: ignore[union-attr]
+
+
+def test_a_closed_sqlite_repository_says_so() -> None:
+    from advisorchain.memory.sqlite import SQLiteChatMemoryRepository
+
+    repository = SQLiteChatMemoryRepository(":memory:")
+    repository.close()
+
+    with pytest.raises(RuntimeError, match="closed"):
+        repository.find_by_conversation_id("c1")
+
+
+@pytest.mark.parametrize("bad", ["users; DROP TABLE x", "", "1abc"])
+def test_a_table_name_that_is_not_an_identifier_is_refused(bad: str) -> None:
+    from advisorchain.memory.sqlite import SQLiteChatMemoryRepository
+
+    with pytest.raises(ValueError, match="table_name"):
+        SQLiteChatMemoryRepository(":memory:", table_name=bad)
+
+
+def test_a_redis_ttl_expires_the_conversation_after_its_last_write(make_backend: Any) -> None:
+    import redis
+
+    from advisorchain.memory.redis import RedisChatMemoryRepository
+
+    url = make_backend("redis").spec["url"]
+    prefix = f"ttl:{uuid.uuid4().hex}:"
+    with RedisChatMemoryRepository(url, key_prefix=prefix, ttl=timedelta(minutes=5)) as repository:
+        MessageWindowChatMemory(repository).add("c1", [UserMessage("hi")])
+        with redis.Redis.from_url(url) as client:
+            remaining_ms = client.pttl(prefix + "c1")
+            client.delete(prefix + "c1")
+
+    assert 0 < remaining_ms <= 5 * 60 * 1000
+
+
+@pytest.mark.parametrize("bad", [0, -1, timedelta(0), "60"])
+def test_a_redis_ttl_must_be_positive(make_backend: Any, bad: Any) -> None:
+    from advisorchain.memory.redis import RedisChatMemoryRepository
+
+    url = make_backend("redis").spec["url"]
+    with pytest.raises(ValueError, match="ttl"):
+        RedisChatMemoryRepository(url, ttl=bad)
