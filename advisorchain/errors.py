@@ -47,7 +47,7 @@ class ModelError(AdvisorChainError):
     """A chat model (provider) failed.
 
     ``status_code`` is the HTTP status when the failure was an HTTP error, ``error_type`` the
-    provider's own error type (``"invalid_request_error"``, ``"tool_use_failed"``...) when it gave one.
+    provider's own error type (``"invalid_request_error"``, ``"not_found_error"``...) when it gave one.
     """
 
     def __init__(
