@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator, Sequence
 from typing import ClassVar
 
 from ..memory.api import ChatMemory
-from ..messages import Message, SystemMessage, ToolResponseMessage, UserMessage
+from ..messages import AssistantMessage, Message, SystemMessage, ToolResponseMessage, UserMessage
 from ..model import ChatClientMessageAggregator, ChatResponse
 from .api import (
     CallAdvisorChain,
@@ -109,7 +109,9 @@ class MessageChatMemoryAdvisor(MemoryAdvisor):
         newest = _newest_user_or_tool(instructions)
         if newest is not None and not start <= newest < start + len(history):
             await _add(self.chat_memory, conversation_id, [instructions[newest]])
-        return request.copy(prompt=request.prompt.copy(instructions=_system_first(instructions)))
+        from_memory = {id(m) for m in instructions[start : start + len(history)]}
+        ordered = _without_unanswered_calls(_system_first(instructions), from_memory)
+        return request.copy(prompt=request.prompt.copy(instructions=ordered))
 
     async def _store_answer(self, conversation_id: str, response: ChatResponse) -> None:
         answers: list[Message] = [g.output for g in response.generations]
@@ -144,6 +146,29 @@ def _newest_user_or_tool(instructions: Sequence[Message]) -> int | None:
 def _system_first(instructions: Sequence[Message]) -> list[Message]:
     systems = [m for m in instructions if isinstance(m, SystemMessage)]
     return [*systems, *(m for m in instructions if not isinstance(m, SystemMessage))]
+
+
+def _without_unanswered_calls(messages: list[Message], from_memory: set[int]) -> list[Message]:
+    """``messages`` where a stored tool-call message that no tool response follows keeps only its text.
+
+    A loop can end without answering its last tool calls (return direct, a tool-call limit,
+    max_iterations); inside the loop the tool-call message was stored but its results never reach
+    memory, and providers reject tool calls left unanswered, so the next request sends only the text.
+    """
+    result: list[Message] = []
+    for i, m in enumerate(messages):
+        followed_by_results = i + 1 >= len(messages) or isinstance(messages[i + 1], ToolResponseMessage)
+        if (
+            isinstance(m, AssistantMessage)
+            and m.tool_calls
+            and id(m) in from_memory
+            and not followed_by_results
+        ):
+            if m.text:
+                result.append(AssistantMessage(m.text, (), m.metadata))
+            continue
+        result.append(m)
+    return result
 
 
 async def _get(memory: ChatMemory, conversation_id: str) -> list[Message]:

@@ -138,3 +138,27 @@ async def test_outside_the_loop_a_stream_stores_the_text_the_caller_saw() -> Non
     text = "".join([d async for d in client.prompt("Paris?").astream().content()])
 
     assert await memory.aget("default") == [UserMessage("Paris?"), AssistantMessage(text)]
+
+
+@tools.tool(return_direct=True)
+def lookup(city: str) -> str:
+    """Look a city up; the result goes straight to the caller."""
+    return f"{city}: 2.1M people"
+
+
+def test_inside_the_loop_tool_calls_a_loop_left_unanswered_are_sent_as_text_only() -> None:
+    memory = MessageWindowChatMemory()
+    ask = AssistantMessage("Looking it up.", [ToolCall("call_9", "lookup", '{"city": "Paris"}')])
+    model = ScriptedChatModel([ask, "Paris."])
+    advisor = MessageChatMemoryAdvisor(memory, order=INSIDE)
+    client = ChatClient(model, default_advisors=[advisor], default_tools=[lookup])
+
+    assert client.prompt("Population of Paris?").call().content() == "Paris: 2.1M people"  # return direct
+    client.prompt("Which city was it?").call().content()
+
+    assert memory.get("default")[:2] == [UserMessage("Population of Paris?"), ask]
+    assert model.prompts[1].instructions == (
+        UserMessage("Population of Paris?"),
+        AssistantMessage("Looking it up."),
+        UserMessage("Which city was it?"),
+    )
