@@ -9,7 +9,9 @@ Every error the library raises on purpose derives from one root::
     ├── ToolExecutionError                          a tool failed and raise_on_error was set
     ├── ToolCallLimitExceeded                       a per-turn tool-call limit was hit
     ├── MaxIterationsExceeded                       the tool loop ran out of iterations
-    └── StructuredOutputValidationError             the answer never matched the schema
+    ├── StructuredOutputValidationError             the answer never matched the schema
+    └── ChatMemoryDecodeError (also ValueError)     a stored message cannot be read back
+                                                    (advisorchain.memory)
 """
 
 from __future__ import annotations
