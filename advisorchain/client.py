@@ -78,7 +78,6 @@ class ChatClient:
     def __init__(
         self,
         model: ChatModel,
-        *,
         default_advisors: Iterable[object] = (),
         default_system: str | None = None,
         default_tools: Iterable[object] = (),
@@ -312,11 +311,11 @@ class AsyncCallResponseSpec:
 
     @overload
     async def entity(
-        self, output_type: type[T], *, schema_validation: bool = ..., native: bool = ...
+        self, output_type: type[T], schema_validation: bool = ..., *, native: bool = ...
     ) -> T: ...
     @overload
-    async def entity(self, output_type: Any, *, schema_validation: bool = ..., native: bool = ...) -> Any: ...
-    async def entity(self, output_type: Any, *, schema_validation: bool = False, native: bool = False) -> Any:
+    async def entity(self, output_type: Any, schema_validation: bool = ..., *, native: bool = ...) -> Any: ...
+    async def entity(self, output_type: Any, schema_validation: bool = False, *, native: bool = False) -> Any:
         """The answer parsed into ``output_type`` (its own request, with format instructions).
 
         ``schema_validation=True`` adds a StructuredOutputValidationAdvisor (validate and retry);
@@ -366,10 +365,10 @@ class CallResponseSpec:
         return _sync.run(self._async.content(), "call().content()", "await acall().content()")
 
     @overload
-    def entity(self, output_type: type[T], *, schema_validation: bool = ..., native: bool = ...) -> T: ...
+    def entity(self, output_type: type[T], schema_validation: bool = ..., *, native: bool = ...) -> T: ...
     @overload
-    def entity(self, output_type: Any, *, schema_validation: bool = ..., native: bool = ...) -> Any: ...
-    def entity(self, output_type: Any, *, schema_validation: bool = False, native: bool = False) -> Any:
+    def entity(self, output_type: Any, schema_validation: bool = ..., *, native: bool = ...) -> Any: ...
+    def entity(self, output_type: Any, schema_validation: bool = False, *, native: bool = False) -> Any:
         """The answer parsed into ``output_type``; the blocking form of ``acall().entity(...)``."""
         return _sync.run(
             self._async.entity(output_type, schema_validation=schema_validation, native=native),

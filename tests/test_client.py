@@ -330,3 +330,13 @@ def test_sync_calls_work_from_many_threads() -> None:
 
 def test_auto_register_param_key_is_stable() -> None:
     assert AdvisorParams.TOOL_CALLING_ADVISOR_AUTO_REGISTER == "tool_calling_advisor_auto_register"
+
+
+def test_constructor_and_entity_accept_the_contracts_positional_forms() -> None:
+    class City(BaseModel):
+        name: str
+
+    log: list[str] = []
+    client = ChatClient(ScriptedChatModel(['{"name": "Oslo"}']), [Recorder("r", 0, log)], "sys")
+    assert client.prompt("q").call().entity(City, False) == City(name="Oslo")
+    assert log == ["before r", "after r"]

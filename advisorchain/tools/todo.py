@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from .api import ToolContext, ToolDefinition, ToolMetadata
 
@@ -22,14 +23,16 @@ TodoStatus = Literal["pending", "in_progress", "completed"]
 _MARKERS: dict[str, str] = {"pending": "[ ]", "in_progress": "[>]", "completed": "[x]"}
 
 
-class TodoItem(BaseModel):
+@dataclass(frozen=True, slots=True)
+class TodoItem:
     """One todo: an id the model chooses, what to do, and where it stands."""
-
-    model_config = ConfigDict(frozen=True)
 
     id: str
     text: str
     status: TodoStatus
+
+
+_ITEM = TypeAdapter(TodoItem)
 
 
 def render(items: Sequence[TodoItem]) -> str:
@@ -56,7 +59,7 @@ def _check(raw: Any) -> list[TodoItem] | str:
                 "use one of 'pending', 'in_progress', 'completed'."
             )
         try:
-            item = TodoItem.model_validate(entry)
+            item = _ITEM.validate_python(entry)
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"]) or "item"
@@ -119,7 +122,7 @@ class TodoTools:
 
     def __init__(self) -> None:
         self._lists: dict[str, tuple[TodoItem, ...]] = {}
-        item_schema = TodoItem.model_json_schema()
+        item_schema = _ITEM.json_schema()
         write_schema = {
             "type": "object",
             "properties": {"items": {"type": "array", "items": item_schema, "maxItems": MAX_TODOS}},
