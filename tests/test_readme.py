@@ -19,7 +19,8 @@ def test_the_readme_has_examples() -> None:
 
 
 @pytest.mark.parametrize("index", range(len(BLOCKS)))
-def test_readme_example_runs(index: int) -> None:
+def test_readme_example_runs(index: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # examples may create files (a SQLite database, say)
     block = BLOCKS[index]
     if any(name in block for name in NEEDS_NETWORK):
         pytest.skip("talks to a real provider")
