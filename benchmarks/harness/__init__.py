@@ -1,0 +1,1 @@
+"""The benchmark harness: scripted server, worker protocol, runner and report (stdlib only)."""

@@ -1,0 +1,96 @@
+"""What is measured: the implementations and the cells (scenario x concurrency x latency)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from harness.scenarios import Scenario
+
+
+@dataclass(frozen=True, slots=True)
+class Implementation:
+    """One contender: a module under ``benchmarks/impls`` run by the python of ``env``."""
+
+    label: str
+    module: str
+    env: str  # "main" (the project venv) or a peer venv name
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+FLOOR = Implementation("floor", "floor", "main")
+ADVISORCHAIN = Implementation("advisorchain", "advisorchain_impl", "main")
+PEERS = (
+    Implementation("pydantic-ai", "pydantic_ai_impl", "pydantic-ai"),
+    Implementation("langchain", "langchain_impl", "langchain"),
+    Implementation("openai-agents", "openai_agents_impl", "openai-agents"),
+)
+MAIN_SET = (FLOOR, ADVISORCHAIN, *PEERS)
+ADVISOR_COUNTS = (0, 3, 10)
+ADVISOR_SET = (
+    FLOOR,
+    *(
+        Implementation(f"advisorchain +{n}", "advisorchain_impl", "main", {"advisors": n})
+        for n in ADVISOR_COUNTS
+    ),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Cell:
+    """One row of the table: every implementation does ``runs`` agent runs of ``scenario``."""
+
+    key: str
+    title: str
+    scenario: str
+    runs: int
+    concurrency: int = 1
+    latency_ms: float = 0.0
+    stream_chunks: int | None = None
+    impls: tuple[Implementation, ...] = MAIN_SET
+    warmup: int = 10
+    slices: int = 5
+
+    @property
+    def model(self) -> str:
+        """The scenario string the server reads from the request's ``model``."""
+        return Scenario.name_for(self.scenario, self.stream_chunks, self.latency_ms)
+
+    def worker_spec(self) -> dict[str, Any]:
+        """This cell in the worker protocol."""
+        return {
+            "key": self.key,
+            "model": self.model,
+            "stream": self.stream_chunks is not None,
+            "runs": self.runs,
+            "concurrency": self.concurrency,
+            "warmup": self.warmup,
+            "slices": self.slices,
+        }
+
+
+FULL_CELLS = (
+    Cell("seq", "sequential, 0 ms", "weather", runs=200),
+    # Concurrent cells warm up with one full wave, so every lane has its pooled connection.
+    Cell("c50", "50 concurrent, 0 ms", "weather", runs=300, concurrency=50, warmup=50, slices=3),
+    Cell(
+        "c200",
+        "200 concurrent, 50 ms",
+        "weather",
+        runs=400,
+        concurrency=200,
+        latency_ms=50,
+        warmup=200,
+        slices=1,
+    ),
+    Cell("stream", "streaming, 200 chunks", "weather", runs=60, stream_chunks=200),
+    Cell("loop-1", "loop-1, sequential", "loop-1", runs=200),
+    Cell("loop-5", "loop-5, sequential", "loop-5", runs=80),
+    Cell("loop-20", "loop-20, sequential", "loop-20", runs=20),
+    Cell("hops", "loop-5, pass-through advisors", "loop-5", runs=80, impls=ADVISOR_SET),
+)
+
+
+def quick(cells: tuple[Cell, ...]) -> tuple[Cell, ...]:
+    """The same cells, about a tenth of the work: a smoke run of seconds per cell."""
+    return tuple(replace(c, runs=max(c.concurrency, c.runs // 10, 3), warmup=min(c.warmup, 2)) for c in cells)

@@ -1,0 +1,208 @@
+"""The markdown report: ratios to the floor, cost per advisor hop, the bar, details and versions."""
+
+from __future__ import annotations
+
+import datetime
+import os
+import platform
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Protocol
+
+from harness.cells import ADVISOR_COUNTS, Cell
+from harness.scenarios import Scenario
+
+BAR = 1.10
+SUBJECT = "advisorchain"
+
+
+class Outcome(Protocol):
+    """What the runner hands over per implementation and cell."""
+
+    results: list[dict[str, Any]]
+    error: str | None
+
+    def median(self, metric: str) -> float: ...
+
+
+Outcomes = Mapping[str, Mapping[str, Outcome]]
+
+
+def per_run(outcome: Outcome, metric: str) -> float:
+    """Median over repetitions of ``metric`` (``wall``, ``cpu``, ``server_cpu``): seconds per run."""
+    return outcome.median(f"{metric}_per_run_s")
+
+
+def ratio(cell_outcomes: Mapping[str, Outcome], label: str, metric: str) -> float | None:
+    """``label``'s per-run ``metric`` over the floor's (None when either failed)."""
+    mine, floor = cell_outcomes.get(label), cell_outcomes.get("floor")
+    if mine is None or floor is None or not mine.results or not floor.results:
+        return None
+    return per_run(mine, metric) / per_run(floor, metric)
+
+
+def _fmt_ratio(value: float | None) -> str:
+    return "failed" if value is None else f"{value:.2f}x"
+
+
+def _ratio_table(cells: tuple[Cell, ...], outcomes: Outcomes, metric: str, labels: list[str]) -> list[str]:
+    lines = ["| cell | floor | " + " | ".join(labels) + " |", "|---|---:|" + "---:|" * len(labels)]
+    for cell in cells:
+        got = outcomes[cell.key]
+        floor = got.get("floor")
+        base = f"{1000 * per_run(floor, metric):.2f} ms" if floor and floor.results else "failed"
+        row = [_fmt_ratio(ratio(got, lb, metric)) if lb in got else "—" for lb in labels]
+        lines.append(f"| {cell.title} | {base} | " + " | ".join(row) + " |")
+    return lines
+
+
+def _hop_section(cell: Cell, got: Mapping[str, Outcome]) -> list[str]:
+    hops_per_run = Scenario.parse(cell.scenario).requests_per_run
+    lines = [
+        f"Each pass-through advisor sits inside the tool loop, so it runs once per model call "
+        f"({hops_per_run} per agent run of `{cell.scenario}`).",
+        "",
+        "| advisors | time ratio | CPU ratio | extra CPU per advisor hop |",
+        "|---:|---:|---:|---:|",
+    ]
+    zero = got.get(f"{SUBJECT} +0")
+    for n in ADVISOR_COUNTS:
+        o = got.get(f"{SUBJECT} +{n}")
+        if o is None or not o.results:
+            lines.append(f"| {n} | failed | failed | — |")
+            continue
+        hop = "—"
+        if n and zero is not None and zero.results:
+            extra = per_run(o, "cpu") - per_run(zero, "cpu")
+            hop = f"{1e6 * extra / (n * hops_per_run):.1f} µs"
+        time_r, cpu_r = ratio(got, f"{SUBJECT} +{n}", "wall"), ratio(got, f"{SUBJECT} +{n}", "cpu")
+        lines.append(f"| {n} | {_fmt_ratio(time_r)} | {_fmt_ratio(cpu_r)} | {hop} |")
+    return lines
+
+
+def _bar_lines(cells: tuple[Cell, ...], outcomes: Outcomes, peers: list[str]) -> list[str]:
+    over, behind = [], []
+    for cell in cells:
+        got = outcomes[cell.key]
+        if SUBJECT not in got:
+            continue
+        mine = ratio(got, SUBJECT, "wall")
+        if mine is None or mine > BAR:
+            over.append(f"{cell.title} ({_fmt_ratio(mine)})")
+        for peer in peers:
+            theirs = ratio(got, peer, "wall")
+            if mine is None or (theirs is not None and theirs <= mine):
+                behind.append(f"{cell.title} vs {peer} ({_fmt_ratio(mine)} vs {_fmt_ratio(theirs)})")
+    yes = "**met**"
+    return [
+        f"- advisorchain ≤ {BAR:.2f}x the floor (time per run) in every cell: "
+        + (yes if not over else "**not met** in " + "; ".join(over)),
+        "- advisorchain ahead of every peer in every cell: "
+        + (yes if not behind else "**not met** in " + "; ".join(behind)),
+    ]
+
+
+def _details(cell: Cell, got: Mapping[str, Outcome]) -> list[str]:
+    lines = [
+        f"**{cell.title}** — `{cell.scenario}`, {cell.runs} runs, concurrency {cell.concurrency}, "
+        f"latency {cell.latency_ms:g} ms" + (f", {cell.stream_chunks} chunks" if cell.stream_chunks else ""),
+        "",
+        "| implementation | ms/run | p50 ms | p99 ms | runs/s | CPU ms/run | peak RSS MB | import s "
+        "| server CPU ms/run |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for label, o in got.items():
+        if not o.results:
+            lines.append(f"| {label} | failed: {o.error} |" + " |" * 7)
+            continue
+        lines.append(
+            f"| {label} | {1000 * per_run(o, 'wall'):.2f} | {o.median('p50_ms'):.2f} | "
+            f"{o.median('p99_ms'):.2f} | {o.median('runs_per_s'):.0f} | {1000 * per_run(o, 'cpu'):.2f} | "
+            f"{o.median('peak_rss_mb'):.0f} | {o.median('import_s'):.2f} | "
+            f"{1000 * per_run(o, 'server_cpu'):.2f} |"
+        )
+    return [*lines, ""]
+
+
+def _versions(outcomes: Outcomes) -> list[str]:
+    seen: dict[str, dict[str, str]] = {}
+    for got in outcomes.values():
+        for label, o in got.items():
+            base = label.split(" +")[0]
+            if o.results and base not in seen:
+                seen[base] = o.results[0].get("versions", {})
+    return [f"- {label}: " + ", ".join(f"{k} {v}" for k, v in vs.items()) for label, vs in seen.items()]
+
+
+def _failures(outcomes: Outcomes, cells: tuple[Cell, ...]) -> list[str]:
+    lines = []
+    for cell in cells:
+        for label, o in outcomes[cell.key].items():
+            if o.error is not None:
+                lines.append(f"- {label}, {cell.title}: {o.error}")
+    return lines
+
+
+def machine() -> str:
+    """CPU model, CPUs usable, OS and python."""
+    model = platform.processor() or platform.machine()
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.exists():
+        for line in cpuinfo.read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    return f"{model}, {cpus} CPUs, {platform.system()} {platform.release()}; load average {load} at the end"
+
+
+def render(
+    cells: tuple[Cell, ...],
+    outcomes: Outcomes,
+    *,
+    reps: int,
+    quick: bool,
+    seconds: float,
+    peers: Mapping[str, tuple[str, ...]],
+) -> str:
+    """The whole report."""
+    main_cells = tuple(c for c in cells if c.key != "hops")
+    labels = [lb for lb in dict.fromkeys(lb for c in main_cells for lb in outcomes[c.key]) if lb != "floor"]
+    peer_labels = [lb for lb in labels if lb != SUBJECT]
+    when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    kind = "quick smoke run (`--quick`): not for conclusions" if quick else "full run"
+    out = [
+        "# Benchmarks: advisorchain against the floor and its peers",
+        "",
+        f"`benchmarks/run` — {kind}; {reps} repetition(s) per cell, interleaved, median reported; "
+        f"{when}; took {seconds / 60:.1f} min.",
+        "",
+        f"Machine: {machine()}.",
+        "",
+        "The floor is a hand-written tool loop on the raw `openai.AsyncOpenAI` client. Every implementation "
+        "runs the same agent (an async `get_weather` tool) against the same scripted server on 127.0.0.1, "
+        "which runs in its own process, and every answer and request count is checked. Each worker times "
+        "its runs in slices and keeps the per-run time of its fastest slice (other processes on a shared "
+        "machine only ever slow a slice down); the median of that over the interleaved repetitions is "
+        "reported. Ratios are per agent run, implementation / floor: 1.10x is 10 % slower than the floor.",
+    ]
+    if main_cells:
+        out += ["", "## Time per agent run, ratio to the floor (lower is better)", ""]
+        out += _ratio_table(main_cells, outcomes, "wall", labels)
+        out += ["", "## Client CPU per agent run, ratio to the floor (lower is better)", ""]
+        out += _ratio_table(main_cells, outcomes, "cpu", labels)
+        out += ["", "## The bar", "", *_bar_lines(main_cells, outcomes, peer_labels)]
+    hops = [c for c in cells if c.key == "hops"]
+    if hops:
+        out += ["", "## Cost per advisor hop", "", *_hop_section(hops[0], outcomes["hops"])]
+    out += ["", "## Details (medians over repetitions)", ""]
+    for cell in cells:
+        out += _details(cell, outcomes[cell.key])
+    failures = _failures(outcomes, cells)
+    if failures:
+        out += ["## Not measured", "", *failures, ""]
+    out += ["## Versions", "", *_versions(outcomes)]
+    out += ["", "Peer venvs (under `benchmarks/.venvs/`, never project dependencies) are installed with:", ""]
+    out += [f"- {name}: `pip install {' '.join(repr(r) for r in reqs)}`" for name, reqs in peers.items()]
+    return "\n".join(out) + "\n"

@@ -1,0 +1,50 @@
+"""advisorchain: a ``ChatClient`` on ``OpenAIChatModel`` over an injected ``AsyncOpenAI`` client; the
+auto-registered ``ToolCallingAdvisor`` runs the loop. Option ``advisors=N`` adds N pass-through
+advisors inside the loop (each runs once per model call)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.scenarios import tool_result
+from openai import AsyncOpenAI
+
+from advisorchain import BaseAdvisor, ChatClient
+from advisorchain.advisors.tool_calling import ToolCallingAdvisor
+from advisorchain.models.openai import OpenAIChatModel
+from advisorchain.tools import tool
+
+PACKAGES = ("advisorchain", "openai", "pydantic")
+
+
+@tool
+async def get_weather(city: str) -> str:
+    """Get the current weather for a city."""
+    return tool_result(city)
+
+
+class PassThrough(BaseAdvisor):
+    """An advisor that changes nothing, inside the tool loop: the cost of one hop."""
+
+    order = ToolCallingAdvisor.DEFAULT_ORDER + 1
+
+
+class Impl:
+    """One ChatClient shared by every run; the tool given per request, as users write it."""
+
+    def __init__(self, base_url: str, model: str, options: dict[str, Any]) -> None:
+        self.client = AsyncOpenAI(base_url=base_url, api_key="bench")
+        advisors = [PassThrough() for _ in range(int(options.get("advisors", 0)))]
+        self.chat = ChatClient(OpenAIChatModel(model, client=self.client), default_advisors=advisors)
+
+    async def run(self, prompt: str) -> str:
+        """One agent run; the final answer."""
+        return await self.chat.prompt(prompt).tools(get_weather).acall().content() or ""
+
+    async def stream(self, prompt: str) -> str:
+        """One streamed agent run; the text deltas, joined."""
+        return "".join([t async for t in self.chat.prompt(prompt).tools(get_weather).astream().content()])
+
+    async def aclose(self) -> None:
+        """Close the HTTP connection pool."""
+        await self.client.close()
