@@ -91,6 +91,19 @@ FULL_CELLS = (
 )
 
 
+QUICK_CONCURRENCY = 10
+
+
 def quick(cells: tuple[Cell, ...]) -> tuple[Cell, ...]:
-    """The same cells, about a tenth of the work: a smoke run of seconds per cell."""
-    return tuple(replace(c, runs=max(c.concurrency, c.runs // 10, 3), warmup=min(c.warmup, 2)) for c in cells)
+    """The same cells with a sliver of the work, one slice and at most ``QUICK_CONCURRENCY`` lanes:
+    a smoke run that checks every implementation still does every cell right, not a measurement."""
+    return tuple(
+        replace(
+            c,
+            runs=max(2, min(c.runs // 20, 10)),
+            concurrency=min(c.concurrency, QUICK_CONCURRENCY),
+            warmup=1,
+            slices=1,
+        )
+        for c in cells
+    )

@@ -60,7 +60,9 @@ def _hop_section(cell: Cell, got: Mapping[str, Outcome]) -> list[str]:
     hops_per_run = Scenario.parse(cell.scenario).requests_per_run
     lines = [
         f"Each pass-through advisor sits inside the tool loop, so it runs once per model call "
-        f"({hops_per_run} per agent run of `{cell.scenario}`).",
+        f"({hops_per_run} per agent run of `{cell.scenario}`). A hop costs microseconds against "
+        "milliseconds of SDK work per model call, so a tiny or negative extra means it is below this "
+        "machine's run-to-run noise; `benchmarks/bench_chain.py` times one hop in isolation.",
         "",
         "| advisors | time ratio | CPU ratio | extra CPU per advisor hop |",
         "|---:|---:|---:|---:|",

@@ -55,6 +55,8 @@ class Server:
         """Stop the server process."""
         self.process.terminate()
         self.process.wait(timeout=10)
+        if self.process.stdout is not None:
+            self.process.stdout.close()
 
 
 def run_worker(python: Path, impl: Implementation, cells: list[Cell], server: Server) -> dict[str, Any]:
@@ -176,12 +178,21 @@ def select_cells(args: argparse.Namespace) -> tuple[Cell, ...]:
     return tuple(c for c in picked if len(c.impls) > 1)
 
 
+def default_output(args: argparse.Namespace) -> Path:
+    """RESULTS.md for a full run of everything; a quick or partial run never overwrites it."""
+    if args.quick:
+        return OUT_DIR / "RESULTS-quick.md"
+    if args.cells or args.impls or args.reps:
+        return OUT_DIR / "RESULTS-partial.md"
+    return BENCH_DIR / "RESULTS.md"
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Run the benchmark; print the markdown report and write it (RESULTS.md for a full run)."""
+    """Run the benchmark; print the markdown report and write it (see ``default_output``)."""
     args = parse_args(argv)
     cells = select_cells(args)
     reps = args.reps or (1 if args.quick else 3)
-    output = args.output or (OUT_DIR / "RESULTS-quick.md" if args.quick else BENCH_DIR / "RESULTS.md")
+    output = args.output or default_output(args)
     envs = environments(cells, not args.no_install)
     started = time.time()
     server = Server()

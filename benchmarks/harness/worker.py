@@ -85,8 +85,9 @@ def _percentile(values: list[float], q: float) -> float:
 
 async def _timed_slices(lanes: _Lanes, cell: dict[str, Any]) -> list[tuple[float, float]]:
     """(wall, CPU) seconds per agent run of each slice of the cell's runs."""
-    slices = max(1, int(cell.get("slices", 1)))
-    per_slice = int(cell["runs"]) // slices
+    runs = int(cell["runs"])
+    slices = max(1, min(int(cell.get("slices", 1)), runs))
+    per_slice = runs // slices
     timings = []
     for _ in range(slices):
         cpu0, t0 = time.process_time(), time.perf_counter()
