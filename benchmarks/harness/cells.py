@@ -16,6 +16,13 @@ class Implementation:
     module: str
     env: str  # "main" (the project venv) or a peer venv name
     options: dict[str, Any] = field(default_factory=dict)
+    variants: tuple[tuple[str, dict[str, Any]], ...] = ()
+    """Labelled option sets measured in one process, taking turns slice by slice."""
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        """The labels this implementation reports under."""
+        return tuple(label for label, _ in self.variants) or (self.label,)
 
 
 FLOOR = Implementation("floor", "floor", "main")
@@ -29,11 +36,14 @@ MAIN_SET = (FLOOR, ADVISORCHAIN, *PEERS)
 ADVISOR_COUNTS = (0, 3, 10)
 ADVISOR_SET = (
     FLOOR,
-    *(
-        Implementation(f"advisorchain +{n}", "advisorchain_impl", "main", {"advisors": n})
-        for n in ADVISOR_COUNTS
+    Implementation(
+        "advisorchain +N",
+        "advisorchain_impl",
+        "main",
+        variants=tuple((f"advisorchain +{n}", {"advisors": n}) for n in ADVISOR_COUNTS),
     ),
 )
+"""The hop cell: the advisor counts run in one process, so their difference is not process noise."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,9 +66,9 @@ class Cell:
         """The scenario string the server reads from the request's ``model``."""
         return Scenario.name_for(self.scenario, self.stream_chunks, self.latency_ms)
 
-    def worker_spec(self) -> dict[str, Any]:
-        """This cell in the worker protocol."""
-        return {
+    def worker_spec(self, impl: Implementation) -> dict[str, Any]:
+        """This cell in the worker protocol, for ``impl``."""
+        spec = {
             "key": self.key,
             "model": self.model,
             "stream": self.stream_chunks is not None,
@@ -67,6 +77,9 @@ class Cell:
             "warmup": self.warmup,
             "slices": self.slices,
         }
+        if impl.variants:
+            spec["variants"] = [{"label": label, "options": options} for label, options in impl.variants]
+        return spec
 
 
 FULL_CELLS = (
@@ -86,8 +99,9 @@ FULL_CELLS = (
     Cell("stream", "streaming, 200 chunks", "weather", runs=60, stream_chunks=200),
     Cell("loop-1", "loop-1, sequential", "loop-1", runs=200),
     Cell("loop-5", "loop-5, sequential", "loop-5", runs=80),
-    Cell("loop-20", "loop-20, sequential", "loop-20", runs=20),
-    Cell("hops", "loop-5, pass-through advisors", "loop-5", runs=80, impls=ADVISOR_SET),
+    Cell("loop-20", "loop-20, sequential", "loop-20", runs=15),
+    # A hop is microseconds against milliseconds per model call: many short slices, fastest kept.
+    Cell("hops", "loop-5, pass-through advisors", "loop-5", runs=120, slices=12, impls=ADVISOR_SET),
 )
 
 

@@ -65,7 +65,7 @@ def run_worker(python: Path, impl: Implementation, cells: list[Cell], server: Se
         "impl": impl.module,
         "options": impl.options,
         "server": server.url,
-        "cells": [c.worker_spec() for c in cells],
+        "cells": [c.worker_spec(impl) for c in cells],
     }
     try:
         done = subprocess.run(
@@ -99,7 +99,7 @@ class Runner:
     def run_batch(self, cells: list[Cell]) -> None:
         """Every implementation of ``cells``, one worker each, ``reps`` times, rotating the order."""
         for cell in cells:
-            self.outcomes[cell.key] = {impl.label: Outcome() for impl in cell.impls}
+            self.outcomes[cell.key] = {label: Outcome() for impl in cell.impls for label in impl.labels}
         impls = list({impl.label: impl for cell in cells for impl in cell.impls}.values())
         for rep in range(self.reps):
             shift = rep % len(impls)
@@ -107,7 +107,7 @@ class Runner:
                 self._run_one(impl, [c for c in cells if impl in c.impls], rep)
 
     def _run_one(self, impl: Implementation, cells: list[Cell], rep: int) -> None:
-        pending = [c for c in cells if self.outcomes[c.key][impl.label].error is None]
+        pending = [c for c in cells if self.outcomes[c.key][impl.labels[0]].error is None]
         env = self.envs[impl.env]
         if not pending:
             return
@@ -118,20 +118,20 @@ class Runner:
             result = run_worker(env.python, impl, pending, self.server)
         took = time.perf_counter() - start
         for cell in pending:
-            self._record(impl, cell, result, rep, took)
+            got = result.get("cells", {}).get(cell.key, result) if result.get("ok") else result
+            for label in impl.labels:
+                measured = got.get("variants", {}).get(label, got) if impl.variants and got.get("ok") else got
+                self._record(label, cell, {**result, **measured}, rep, took)
 
-    def _record(
-        self, impl: Implementation, cell: Cell, result: dict[str, Any], rep: int, took: float
-    ) -> None:
-        out = self.outcomes[cell.key][impl.label]
-        got = result.get("cells", {}).get(cell.key, result) if result.get("ok") else result
+    def _record(self, label: str, cell: Cell, got: dict[str, Any], rep: int, took: float) -> None:
+        out = self.outcomes[cell.key][label]
         if not got.get("ok"):
             out.error = str(got.get("error"))
             line = f"FAILED {out.error}"
         else:
-            out.results.append({**got, **{k: result[k] for k in ("import_s", "peak_rss_mb", "versions")}})
+            out.results.append({k: v for k, v in got.items() if k != "cells"})
             line = f"{1000 * got['wall_per_run_s']:8.2f} ms/run (worker {took:.1f} s)"
-        print(f"  {cell.key:8} {impl.label:18} rep {rep + 1}: {line}", file=sys.stderr, flush=True)
+        print(f"  {cell.key:8} {label:18} rep {rep + 1}: {line}", file=sys.stderr, flush=True)
 
 
 def environments(cells: tuple[Cell, ...], install: bool) -> dict[str, Environment]:

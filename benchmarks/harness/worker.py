@@ -8,13 +8,14 @@ answer and that the server saw exactly the requests the runs need. It prints one
 
 Spec keys: ``impl`` (module under ``benchmarks/impls``), ``options`` (passed to ``Impl``),
 ``server`` (the scripted server's root URL; the SDKs get ``<server>/v1``) and ``cells``, a list of
-``{"key", "model", "stream", "runs", "concurrency", "warmup", "slices"}``; ``model`` is a scenario
-string (see scenarios.py).
+``{"key", "model", "stream", "runs", "concurrency", "warmup", "slices"}`` (and optionally
+``variants``, see ``measure``); ``model`` is a scenario string (see scenarios.py).
 """
 
 from __future__ import annotations
 
 import asyncio
+import gc
 import importlib
 import importlib.metadata
 import json
@@ -83,55 +84,72 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-async def _timed_slices(lanes: _Lanes, cell: dict[str, Any]) -> list[tuple[float, float]]:
-    """(wall, CPU) seconds per agent run of each slice of the cell's runs."""
+async def _timed_slices(variants: list[_Lanes], cell: dict[str, Any]) -> list[list[tuple[float, float]]]:
+    """(wall, CPU) seconds per agent run of each slice, per variant; the variants take turns slice by
+    slice (rotating), so whatever the machine does hits them alike."""
     runs = int(cell["runs"])
     slices = max(1, min(int(cell.get("slices", 1)), runs))
     per_slice = runs // slices
-    timings = []
-    for _ in range(slices):
-        cpu0, t0 = time.process_time(), time.perf_counter()
-        await lanes.go(per_slice, int(cell["concurrency"]))
-        timings.append(((time.perf_counter() - t0) / per_slice, (time.process_time() - cpu0) / per_slice))
+    timings: list[list[tuple[float, float]]] = [[] for _ in variants]
+    for index in range(slices):
+        for v in range(len(variants)):
+            turn = (v + index) % len(variants)
+            gc.collect()  # start every slice from the same heap, whoever ran before it
+            cpu0, t0 = time.process_time(), time.perf_counter()
+            await variants[turn].go(per_slice, int(cell["concurrency"]))
+            wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+            timings[turn].append((wall / per_slice, cpu / per_slice))
     return timings
+
+
+def _metrics(lanes: _Lanes, timings: list[tuple[float, float]], server_cpu_per_run: float) -> dict[str, Any]:
+    if lanes.wrong:
+        raise AssertionError(f"{len(lanes.wrong)} wrong answers, e.g. {lanes.wrong[0][:200]!r}")
+    wall, cpu = min(w for w, _ in timings), min(c for _, c in timings)
+    return {
+        "ok": True,
+        "runs": len(lanes.latencies),
+        "wall_per_run_s": wall,
+        "cpu_per_run_s": cpu,
+        "server_cpu_per_run_s": server_cpu_per_run,
+        "runs_per_s": 1 / wall,
+        "p50_ms": 1000 * _percentile(lanes.latencies, 0.50),
+        "p99_ms": 1000 * _percentile(lanes.latencies, 0.99),
+    }
 
 
 async def measure(module: Any, spec: dict[str, Any], cell: dict[str, Any]) -> dict[str, Any]:
     """Warm up, then time the cell's agent runs in ``slices`` slices; the result dict.
 
     Per-run wall and CPU time are those of the fastest slice: other processes on the machine can
-    only slow a slice down, never speed it up. p50/p99 are over every measured run.
+    only slow a slice down, never speed it up. p50/p99 are over every measured run. With
+    ``variants`` (``[{"label", "options"}]``) one Impl per variant is built and they take turns
+    slice by slice in this one process; the result is ``{"ok": true, "variants": {label: ...}}``.
     """
     scenario = Scenario.parse(cell["model"])
     stream = bool(cell["stream"])
     server = spec["server"]
-    impl = module.Impl(server + "/v1", scenario.model, spec.get("options") or {})
-    run = impl.stream if stream else impl.run
+    variants = cell.get("variants") or [{"label": "", "options": spec.get("options") or {}}]
+    impls = [module.Impl(server + "/v1", scenario.model, v["options"]) for v in variants]
     expected = scenario.expected_text(stream)
+    lanes = [_Lanes(impl.stream if stream else impl.run, expected) for impl in impls]
     try:
         first = _server_stats(server)
-        await _Lanes(run, expected).go(int(cell["warmup"]), int(cell["concurrency"]))
-        lanes = _Lanes(run, expected)
+        for ln in lanes:
+            await _Lanes(ln.run, expected).go(int(cell["warmup"]), int(cell["concurrency"]))
         middle = _server_stats(server)
         timings = await _timed_slices(lanes, cell)
         last = _server_stats(server)
     finally:
-        await impl.aclose()
-    if lanes.wrong:
-        raise AssertionError(f"{len(lanes.wrong)} wrong answers, e.g. {lanes.wrong[0][:200]!r}")
-    runs = len(lanes.latencies)
-    _check_requests(scenario, int(cell["warmup"]) + runs, first, last)
-    wall, cpu = min(w for w, _ in timings), min(c for _, c in timings)
-    return {
-        "ok": True,
-        "runs": runs,
-        "wall_per_run_s": wall,
-        "cpu_per_run_s": cpu,
-        "server_cpu_per_run_s": (last["cpu_s"] - middle["cpu_s"]) / runs,
-        "runs_per_s": 1 / wall,
-        "p50_ms": 1000 * _percentile(lanes.latencies, 0.50),
-        "p99_ms": 1000 * _percentile(lanes.latencies, 0.99),
+        for impl in impls:
+            await impl.aclose()
+    runs = sum(len(ln.latencies) for ln in lanes)
+    _check_requests(scenario, int(cell["warmup"]) * len(lanes) + runs, first, last)
+    server_cpu = (last["cpu_s"] - middle["cpu_s"]) / runs
+    results = {
+        v["label"]: _metrics(ln, t, server_cpu) for v, ln, t in zip(variants, lanes, timings, strict=True)
     }
+    return {"ok": True, "variants": results} if cell.get("variants") else results[""]
 
 
 def _failure(exc: BaseException) -> dict[str, Any]:
