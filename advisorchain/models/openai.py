@@ -14,6 +14,7 @@ finish reason is reported as ``"stop"`` (``"tool_calls"`` when the model called 
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -97,31 +98,40 @@ class OpenAIChatModel:
 
     async def call(self, prompt: Prompt) -> ChatResponse:
         """One Chat Completions request; the whole answer as a ChatResponse."""
-        args = self._create_args(prompt, stream=False)
+        create = self.client.chat.completions.with_raw_response.create
         try:
-            completion = await self.client.chat.completions.create(**args)
+            raw = await create(**self._raw_args(prompt, stream=False))
         except openai.OpenAIError as exc:
             raise _model_error(exc, self.provider) from exc
-        return parse_completion(completion.to_dict(mode="json", warnings=False))
+        try:
+            body = raw.http_response.json()
+        except ValueError as exc:
+            raise ModelError(
+                f"{self.provider} answered with a body that is not JSON: {exc}", provider=self.provider
+            ) from exc
+        return parse_completion(body)
 
     async def stream(self, prompt: Prompt) -> AsyncIterator[ChatResponse]:
         """A streamed request: text deltas as they come, then one last chunk with the whole tool
         calls, the finish reason, usage and reasoning. Closing the iterator closes the response."""
-        args = self._create_args(prompt, stream=True)
-        try:
-            sdk_stream = await self.client.chat.completions.create(**args)
-        except openai.OpenAIError as exc:
-            raise _model_error(exc, self.provider) from exc
         assembler = StreamAssembler()
+        create = self.client.chat.completions.with_streaming_response.create
         try:
-            async for chunk in sdk_stream:
-                text = assembler.feed(chunk.to_dict(mode="json", warnings=False))
-                if text:
-                    yield assembler.text_chunk(text)
+            async with create(**self._raw_args(prompt, stream=True)) as response:
+                async for data in _sse_data(response.iter_lines()):
+                    error = data.get("error")
+                    if error is not None:
+                        raise error_from_body(
+                            error if isinstance(error, dict) else data,
+                            provider=self.provider,
+                            status_code=None,
+                            fallback="error in the stream",
+                        )
+                    text = assembler.feed(data)
+                    if text:
+                        yield assembler.text_chunk(text)
         except openai.OpenAIError as exc:
             raise _model_error(exc, self.provider) from exc
-        finally:
-            await sdk_stream.close()
         yield assembler.final()
 
     def request_body(self, prompt: Prompt, *, stream: bool = False) -> dict[str, Any]:
@@ -161,6 +171,31 @@ class OpenAIChatModel:
             "extra_body": body,
             **sdk_options,
         }
+
+    def _raw_args(self, prompt: Prompt, stream: bool) -> dict[str, Any]:
+        # The whole body travels in extra_body, which the SDK sends as is: its TypedDict transform
+        # walks every message of every request (quadratic over a tool loop), and its typed response
+        # objects would only be dumped back to dicts. The answer is read raw (see call/stream);
+        # HTTP errors and retries stay the SDK's.
+        args = self._create_args(prompt, stream)
+        args["extra_body"] = {"messages": args["messages"], **args["extra_body"]}
+        args["messages"] = []
+        return args
+
+
+async def _sse_data(lines: AsyncIterator[str]) -> AsyncIterator[dict[str, Any]]:
+    """The JSON payloads of a server-sent event stream's ``data:`` lines, up to ``[DONE]``."""
+    async for line in lines:
+        if not line.startswith("data:"):
+            continue
+        payload = line[5:].strip()
+        if payload == "[DONE]":
+            return
+        if payload:
+            try:
+                yield json.loads(payload)
+            except ValueError as exc:
+                raise ModelError(f"a stream event is not JSON ({exc}): {payload[:200]!r}") from exc
 
 
 def _build_client(base_url: str | None, api_key: str | None, max_retries: int | None) -> openai.AsyncOpenAI:

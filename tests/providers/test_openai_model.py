@@ -444,3 +444,22 @@ async def test_adapter_logs_nothing_of_the_prompt_or_the_key(caplog: pytest.LogC
     assert not [r for r in caplog.records if r.name.startswith("advisorchain")]
     assert "replay-dummy-key" not in str(caught.value)
     assert "my secret question" not in str(caught.value)
+
+
+async def test_a_stream_event_that_is_not_json_is_a_model_error() -> None:
+    import httpx2
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=b"data: {oops\n\n")
+
+    client = openai.AsyncOpenAI(
+        api_key="k",
+        base_url="http://127.0.0.1:9/v1",
+        http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(handler)),
+    )
+    model = OpenAIChatModel("m", client=client)
+    with pytest.raises(ModelError, match="a stream event is not JSON"):
+        async for _ in model.stream(Prompt([UserMessage("hi")])):
+            pass
+    with pytest.raises(ModelError, match="not JSON"):
+        await model.call(Prompt([UserMessage("hi")]))
