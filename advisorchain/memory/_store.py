@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -121,24 +122,29 @@ def plan_rows(
     return deletes, inserts
 
 
-class BlockingRepository:
+class BlockingRepository(ABC):
     """Async forms of the repository methods, running the blocking driver in a worker thread so the
     event loop never waits on a database. Subclasses implement the blocking methods."""
 
+    @abstractmethod
     def find_conversation_ids(self) -> list[str]:
-        raise NotImplementedError
+        """See the ChatMemoryRepository protocol."""
 
+    @abstractmethod
     def find_by_conversation_id(self, conversation_id: str) -> list[Message]:
-        raise NotImplementedError
+        """See the ChatMemoryRepository protocol."""
 
+    @abstractmethod
     def save_all(self, conversation_id: str, messages: Sequence[Message]) -> None:
-        raise NotImplementedError
+        """See the ChatMemoryRepository protocol."""
 
+    @abstractmethod
     def delete_by_conversation_id(self, conversation_id: str) -> None:
-        raise NotImplementedError
+        """See the ChatMemoryRepository protocol."""
 
+    @abstractmethod
     def update(self, conversation_id: str, change: ConversationChange) -> list[Message]:
-        raise NotImplementedError
+        """See the ChatMemoryRepository protocol."""
 
     async def afind_conversation_ids(self) -> list[str]:
         """``find_conversation_ids`` without blocking the event loop."""

@@ -16,9 +16,9 @@ from pydantic import TypeAdapter, ValidationError
 
 from .api import ToolContext, ToolDefinition, ToolMetadata
 
-__all__ = ["MAX_TODOS", "TodoItem", "TodoTools"]
+__all__ = ["MAX_ITEMS", "TodoItem", "TodoTools"]
 
-MAX_TODOS = 20
+MAX_ITEMS = 20
 TodoStatus = Literal["pending", "in_progress", "completed"]
 _MARKERS: dict[str, str] = {"pending": "[ ]", "in_progress": "[>]", "completed": "[x]"}
 
@@ -49,8 +49,8 @@ def _check(raw: Any) -> list[TodoItem] | str:
     """The items, or an ``Error:`` text saying what is wrong."""
     if not isinstance(raw, list):
         return f"Error: 'items' must be a list of todos, got {raw!r}."
-    if len(raw) > MAX_TODOS:
-        return f"Error: at most {MAX_TODOS} todos are allowed, got {len(raw)}. Merge or drop some."
+    if len(raw) > MAX_ITEMS:
+        return f"Error: at most {MAX_ITEMS} todos are allowed, got {len(raw)}. Merge or drop some."
     items: list[TodoItem] = []
     for n, entry in enumerate(raw):
         if isinstance(entry, dict) and entry.get("status") not in _MARKERS:
@@ -125,7 +125,7 @@ class TodoTools:
         item_schema = _ITEM.json_schema()
         write_schema = {
             "type": "object",
-            "properties": {"items": {"type": "array", "items": item_schema, "maxItems": MAX_TODOS}},
+            "properties": {"items": {"type": "array", "items": item_schema, "maxItems": MAX_ITEMS}},
             "required": ["items"],
         }
         self._write = _TodoWrite(

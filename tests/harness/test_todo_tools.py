@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 
 from advisorchain import ToolContext
-from advisorchain.tools.todo import MAX_TODOS, TodoItem, TodoTools
+from advisorchain.tools.todo import MAX_ITEMS, TodoItem, TodoTools
 
 
 def _tools() -> tuple[TodoTools, Any, Any]:
@@ -51,7 +51,7 @@ async def test_lists_are_kept_per_conversation() -> None:
 @pytest.mark.parametrize(
     ("arguments", "fragment"),
     [
-        (_items(*[(str(i), "t", "pending") for i in range(MAX_TODOS + 1)]), "at most 20 todos"),
+        (_items(*[(str(i), "t", "pending") for i in range(MAX_ITEMS + 1)]), "at most 20 todos"),
         (_items(("1", "  ", "pending")), "blank text"),
         (_items(("1", "x", "done")), "status 'done'"),
         (_items(("1", "x", "in_progress"), ("2", "y", "in_progress")), "only one todo may be in_progress"),
@@ -73,7 +73,7 @@ async def test_invalid_writes_return_an_error_and_change_nothing(arguments: str,
 def test_the_write_schema_shows_the_item_fields_to_the_model() -> None:
     _, write, read = _tools()
     items = write.definition.input_schema["properties"]["items"]
-    assert items["maxItems"] == MAX_TODOS
+    assert items["maxItems"] == MAX_ITEMS
     assert set(items["items"]["properties"]) == {"id", "text", "status"}
     assert items["items"]["properties"]["status"]["enum"] == ["pending", "in_progress", "completed"]
     assert (write.definition.name, read.definition.name) == ("todo_write", "todo_read")
