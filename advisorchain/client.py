@@ -4,6 +4,7 @@ the blocking forms go through the bridge in ``_sync``."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar, overload
@@ -291,11 +292,14 @@ class AsyncCallResponseSpec:
     def __init__(self, spec: ChatClientRequestSpec) -> None:
         self._spec = spec
         self._result: ChatClientResponse | None = None
+        self._lock = asyncio.Lock()  # accessors awaited together still make one request
 
     async def chat_client_response(self) -> ChatClientResponse:
         """The response with the request context the advisors left."""
         if self._result is None:
-            self._result = await self._spec._build().call(self._spec._client.model)
+            async with self._lock:
+                if self._result is None:
+                    self._result = await self._spec._build().call(self._spec._client.model)
         return self._result
 
     async def chat_response(self) -> ChatResponse:

@@ -13,7 +13,7 @@ untraced application pays nothing for them.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
@@ -21,9 +21,9 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
-from .model import ChatResponse
+from .model import ChatClientMessageAggregator, ChatResponse
 
-__all__ = ["TRACER_NAME", "tracing_enabled"]
+__all__ = ["TRACER_NAME", "Span", "SpanKind", "Status", "StatusCode", "tracing_enabled"]
 
 TRACER_NAME = "advisorchain"
 T = TypeVar("T")
@@ -51,15 +51,21 @@ def span(
 
 
 async def traced_stream(
-    name: str, source: AsyncIterator[T], attributes: Mapping[str, Any] | None = None
+    name: str,
+    source: AsyncIterator[T],
+    attributes: Mapping[str, Any] | None = None,
+    kind: SpanKind = SpanKind.INTERNAL,
+    on_complete: Callable[[Span, list[T]], None] | None = None,
 ) -> AsyncIterator[T]:
     """Re-yields ``source`` inside a span that stays open for the whole stream.
 
     The span is made current only while ``source`` computes its next item (never across our own
     ``yield``), so spans opened downstream nest under it without leaking into the consumer.
+    ``on_complete`` sees the span and every item once the stream has ended normally.
     """
-    s = _tracer().start_span(name, attributes=dict(attributes or {}))
+    s = _tracer().start_span(name, kind=kind, attributes=dict(attributes or {}))
     ctx = trace.set_span_in_context(s)
+    items: list[T] | None = [] if on_complete is not None else None
     try:
         while True:
             token = otel_context.attach(ctx)
@@ -69,7 +75,11 @@ async def traced_stream(
                 break
             finally:
                 otel_context.detach(token)
+            if items is not None:
+                items.append(item)
             yield item
+        if on_complete is not None and items is not None:
+            on_complete(s, items)
     except BaseException as exc:
         _record_error(s, exc)
         raise
@@ -122,3 +132,8 @@ def tool_span_attributes(tool_name: str, call_id: str) -> dict[str, Any]:
         "gen_ai.tool.name": tool_name,
         "gen_ai.tool.call.id": call_id,
     }
+
+
+def record_stream_response(s: Span, chunks: list[ChatResponse]) -> None:
+    """GenAI response attributes of a streamed model call, from its aggregated chunks."""
+    record_response(s, ChatClientMessageAggregator.aggregate(chunks))

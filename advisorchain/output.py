@@ -16,6 +16,7 @@ from typing import Any, Generic, TypeVar
 from pydantic import TypeAdapter, ValidationError
 from pydantic.errors import PydanticUserError
 
+from ._typing import pydantic_compatible
 from .errors import ChainConfigurationError, StructuredOutputValidationError
 
 __all__ = ["EMPTY_RESPONSE_ERROR", "OutputConverter", "extract_json", "join_errors"]
@@ -73,7 +74,7 @@ class OutputConverter(Generic[T]):
     def __init__(self, output_type: type[T] | Any) -> None:
         self.output_type = output_type
         try:
-            self._adapter: TypeAdapter[T] = TypeAdapter(output_type)
+            self._adapter: TypeAdapter[T] = TypeAdapter(pydantic_compatible(output_type))
             self._schema: dict[str, Any] = self._adapter.json_schema()
         except PydanticUserError as exc:
             reason = exc.message.rstrip(".")

@@ -340,3 +340,17 @@ def test_constructor_and_entity_accept_the_contracts_positional_forms() -> None:
     client = ChatClient(ScriptedChatModel(['{"name": "Oslo"}']), [Recorder("r", 0, log)], "sys")
     assert client.prompt("q").call().entity(City, False) == City(name="Oslo")
     assert log == ["before r", "after r"]
+
+
+async def test_accessors_awaited_together_still_make_one_request() -> None:
+    import asyncio as aio
+
+    async def slow(prompt: Prompt) -> str:
+        await aio.sleep(0)
+        return "once"
+
+    model = FunctionChatModel(slow)
+    result = _client(model).prompt("q").acall()
+    text, response = await aio.gather(result.content(), result.chat_response())
+    assert (text, response.text) == ("once", "once")
+    assert len(model.prompts) == 1

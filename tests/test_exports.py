@@ -82,3 +82,9 @@ def test_importing_the_package_loads_no_provider_sdk_or_driver() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_todo_tools_are_importable_from_the_advisors_section() -> None:
+    from advisorchain.advisors import TodoItem, TodoTools
+
+    assert TodoTools is advisorchain.TodoTools and TodoItem is advisorchain.TodoItem

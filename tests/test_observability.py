@@ -81,3 +81,16 @@ def test_a_failing_model_marks_its_span_as_an_error(spans: InMemorySpanExporter)
     model_span = _by_name(spans.get_finished_spans())["chat scripted"]
     assert not model_span.status.is_ok
     assert any(e.name == "exception" for e in model_span.events)
+
+
+def test_a_streamed_model_call_span_is_a_client_span_with_response_attributes(
+    spans: InMemorySpanExporter,
+) -> None:
+    client = ChatClient(ScriptedChatModel([_response()]), tool_calling_auto_register=False)
+    assert list(client.prompt("q").stream().content()) == ["hi"]
+    model_span = _by_name(spans.get_finished_spans())["chat scripted"]
+    attrs = dict(model_span.attributes or {})
+    assert model_span.kind.name == "CLIENT"
+    assert (attrs["gen_ai.usage.input_tokens"], attrs["gen_ai.usage.output_tokens"]) == (7, 3)
+    assert attrs["gen_ai.response.id"] == "resp-1"
+    assert tuple(attrs["gen_ai.response.finish_reasons"]) == ("stop",)  # type: ignore[arg-type]

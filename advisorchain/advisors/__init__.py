@@ -1,5 +1,6 @@
 """Advisors: the contract and the chain (``api``) and the built-in advisors, one module each."""
 
+from ..tools.todo import TodoItem, TodoTools
 from .api import (
     AdvisorChain,
     AdvisorParams,
@@ -36,7 +37,9 @@ __all__ = [
     "StreamAdvisor",
     "StreamAdvisorChain",
     "StructuredOutputValidationAdvisor",
+    "TodoItem",
     "TodoReminderAdvisor",
+    "TodoTools",
     "ToolAdvisor",
     "ToolCallingAdvisor",
     "ToolSearchToolCallingAdvisor",

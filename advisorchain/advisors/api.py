@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, Protocol, TypeVar, runtime_checkable
 
-from opentelemetry.trace import SpanKind
+from opentelemetry.trace import Span, SpanKind
 
 from .. import observability as obs
 from ..errors import ChainConfigurationError, ModelError
@@ -48,6 +48,10 @@ class AdvisorParams:
 
     TOOL_CALLING_ADVISOR_AUTO_REGISTER: ClassVar[str] = "tool_calling_advisor_auto_register"
     """Set to False on a request to keep the client from adding a ToolCallingAdvisor."""
+
+    TOOL_LOOP_ITERATION: ClassVar[str] = "advisorchain.tool_loop.iteration"
+    """Set by the ToolCallingAdvisor on each round's request (1, 2, ...); the round's responses and
+    stream chunks carry it back, so an advisor outside the loop can tell the rounds apart."""
 
     OUTPUT_FORMAT: ClassVar[str] = "advisorchain.output_format"
     """Format instructions the model link appends to the last user message (set by ``entity``)."""
@@ -247,7 +251,9 @@ class StreamAdvisorChain(AdvisorChain["StreamAdvisor"]):
             attrs = obs.model_span_attributes(
                 self._model_name(prompt), getattr(self._model, "provider", None)
             )
-            return obs.traced_stream(f"chat {self._model_name(prompt)}", source, attrs)
+            return obs.traced_stream(
+                f"chat {self._model_name(prompt)}", source, attrs, SpanKind.CLIENT, _record_chunks
+            )
         return source
 
     async def _stream_model(self, request: ChatClientRequest) -> AsyncIterator[ChatClientResponse]:
@@ -264,6 +270,10 @@ class StreamAdvisorChain(AdvisorChain["StreamAdvisor"]):
             aclose = getattr(stream, "aclose", None)
             if aclose is not None:
                 await aclose()
+
+
+def _record_chunks(span: Span, chunks: list[ChatClientResponse]) -> None:
+    obs.record_stream_response(span, [c.chat_response for c in chunks if c.chat_response is not None])
 
 
 def is_end_of_answer(response: ChatClientResponse) -> bool:

@@ -16,6 +16,7 @@ from ..memory.api import ChatMemory
 from ..messages import AssistantMessage, Message, SystemMessage, ToolResponseMessage, UserMessage
 from ..model import ChatClientMessageAggregator, ChatResponse
 from .api import (
+    AdvisorParams,
     CallAdvisorChain,
     ChatClientRequest,
     ChatClientResponse,
@@ -81,9 +82,16 @@ class MessageChatMemoryAdvisor(MemoryAdvisor):
         conversation_id = self._conversation_id(request)
         stream = chain.next_stream(await self._before(request, conversation_id))
         chunks: list[ChatResponse] = []
+        round_seen: object = None
         try:
             async for chunk in stream:
                 if chunk.chat_response is not None:
+                    # Outside the tool loop, only the last round's text is the answer: text streamed
+                    # live in earlier (tool-calling) rounds is not part of the final exchange.
+                    round_now = chunk.context.get(AdvisorParams.TOOL_LOOP_ITERATION)
+                    if round_now != round_seen:
+                        chunks.clear()
+                        round_seen = round_now
                     chunks.append(chunk.chat_response)
                 yield chunk
         finally:

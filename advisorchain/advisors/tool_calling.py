@@ -18,6 +18,7 @@ from ..messages import AssistantMessage, Message, ToolResponseMessage
 from ..model import ChatClientMessageAggregator, ChatResponse, Generation, Prompt, Usage
 from ..tools.manager import ToolCallingManager, ToolExecutionResult
 from .api import (
+    AdvisorParams,
     CallAdvisorChain,
     ChatClientRequest,
     ChatClientResponse,
@@ -91,7 +92,7 @@ class ToolCallingAdvisor(ToolAdvisor):
         request = await self.do_initialize_loop(request, chain)
         inner, loop = chain.copy(self), _Loop()
         while True:
-            request = await self.do_before_call(request, chain)
+            request = _numbered(await self.do_before_call(request, chain), loop)
             response = await self.do_after_call(await inner.next_call(request), chain)
             step = await self._after_round(loop, request, response)
             if isinstance(step, _Stop):
@@ -104,7 +105,7 @@ class ToolCallingAdvisor(ToolAdvisor):
         request = await self.do_initialize_loop(request, chain)
         inner, loop = chain.copy(self), _Loop()
         while True:
-            request = await self.do_before_call(request, chain)
+            request = _numbered(await self.do_before_call(request, chain), loop)
             chunks: list[ChatClientResponse] = []
             held: list[ChatClientResponse] = []
             source = inner.next_stream(request)
@@ -236,6 +237,11 @@ class ToolCallingAdvisor(ToolAdvisor):
             messages.append(system)
         messages.extend(m for m in history[-1:] if isinstance(m, ToolResponseMessage))
         return messages
+
+
+def _numbered(request: ChatClientRequest, loop: _Loop) -> ChatClientRequest:
+    """The round's request, its context naming the round (AdvisorParams.TOOL_LOOP_ITERATION)."""
+    return request.copy(context={**request.context, AdvisorParams.TOOL_LOOP_ITERATION: loop.iteration + 1})
 
 
 # -- stream helpers --------------------------------------------------------------------------------

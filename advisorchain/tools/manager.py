@@ -190,6 +190,7 @@ class ToolCallingManager:
                 cause = failure.__cause__
                 if s is not None:
                     s.set_attribute("error.type", type(cause or failure).__qualname__)
+                    s.set_status(obs.Status(obs.StatusCode.ERROR, failure.text))
                 if self.raise_on_error:
                     raise ToolExecutionError(
                         failure.text, tool_name=call.name, tool_call_id=call.id

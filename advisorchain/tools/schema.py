@@ -14,6 +14,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from pydantic.errors import PydanticUserError
 
+from .._typing import pydantic_compatible
 from .api import InvalidToolArgumentsError, ToolContext
 
 __all__ = ["ToolSignature", "parse_arguments", "tool_signature"]
@@ -133,7 +134,7 @@ def tool_signature(fn: Callable[..., Any], *, skip_first: bool, tool_name: str) 
         # or `schema` never shadow BaseModel attributes.
         field = f"p{index}"
         default = ... if param.default is inspect.Parameter.empty else param.default
-        fields[field] = (Annotated[annotation, Field(alias=param.name)], default)
+        fields[field] = (Annotated[pydantic_compatible(annotation), Field(alias=param.name)], default)
         names.append((field, param.name))
     model = _create_model(tool_name, fields)
     return ToolSignature(model, _json_schema(model, tool_name), tuple(names), tuple(context_params))

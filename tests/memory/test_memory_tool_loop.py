@@ -130,14 +130,15 @@ async def test_inside_the_loop_a_stream_stores_every_iteration_once() -> None:
     ]
 
 
-async def test_outside_the_loop_a_stream_stores_the_text_the_caller_saw() -> None:
+async def test_outside_the_loop_a_stream_stores_only_the_final_answer_as_a_call_does() -> None:
     memory = MessageWindowChatMemory()
     model = ScriptedChatModel([ASK, ANSWER])
     client = _client(model, memory, MessageChatMemoryAdvisor.DEFAULT_ORDER)
 
     text = "".join([d async for d in client.prompt("Paris?").astream().content()])
 
-    assert await memory.aget("default") == [UserMessage("Paris?"), AssistantMessage(text)]
+    assert text == "Let me check.Sunny in both."  # the caller saw the preamble live
+    assert await memory.aget("default") == [UserMessage("Paris?"), AssistantMessage("Sunny in both.")]
 
 
 @tools.tool(return_direct=True)
