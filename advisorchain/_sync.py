@@ -13,6 +13,7 @@ import threading
 from collections.abc import AsyncIterator, Coroutine, Iterator
 from typing import Any, TypeVar
 
+from ._streams import close_stream
 from .errors import SyncInAsyncContextError
 
 __all__ = ["iterate", "run"]
@@ -62,22 +63,35 @@ def run(coro: Coroutine[Any, Any, T], sync_name: str, async_name: str) -> T:
 
 
 def iterate(source: AsyncIterator[T], sync_name: str, async_name: str) -> Iterator[T]:
-    """Iterate an async iterator from blocking code; closing the iterator early closes ``source``."""
+    """Iterate an async iterator from blocking code; closing the iterator early (or an interrupt
+    while waiting) cancels the pending step and closes ``source``."""
     ensure_no_running_loop(sync_name, async_name)
     loop = _bridge_loop()
     finished = False
     try:
         while True:
+            future = asyncio.run_coroutine_threadsafe(_next(source), loop)
             try:
-                item = asyncio.run_coroutine_threadsafe(_next(source), loop).result()
+                item = future.result()
             except StopAsyncIteration:
                 finished = True
                 return
+            except BaseException:
+                future.cancel()  # e.g. KeyboardInterrupt while waiting: stop the running step
+                raise
             yield item
     finally:
-        aclose = getattr(source, "aclose", None)
-        if not finished and aclose is not None:
-            asyncio.run_coroutine_threadsafe(aclose(), loop).result()
+        if not finished:
+            asyncio.run_coroutine_threadsafe(_close_when_idle(source), loop).result()
+
+
+async def _close_when_idle(source: AsyncIterator[T]) -> None:
+    # A cancelled step may still be unwinding; aclose() on a running async generator is an error.
+    for _ in range(10_000):
+        if not getattr(source, "ag_running", False):
+            break
+        await asyncio.sleep(0)
+    await close_stream(source)
 
 
 async def _next(source: AsyncIterator[T]) -> T:

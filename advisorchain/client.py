@@ -11,6 +11,7 @@ from typing import Any, TypeVar, overload
 
 from . import _sync
 from . import observability as obs
+from ._streams import close_stream
 from .advisors.api import (
     AdvisorParams,
     CallAdvisorChain,
@@ -399,7 +400,7 @@ class AsyncStreamResponseSpec:
                 if chunk.chat_response is not None:
                     yield chunk.chat_response
         finally:
-            await source.aclose()  # type: ignore[attr-defined]
+            await close_stream(source)
 
     async def content(self) -> AsyncIterator[str]:
         """The text deltas."""
@@ -410,7 +411,7 @@ class AsyncStreamResponseSpec:
                 if text:
                     yield text
         finally:
-            await source.aclose()  # type: ignore[attr-defined]
+            await close_stream(source)
 
 
 class StreamResponseSpec:

@@ -21,6 +21,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
+from ._streams import close_stream
 from .model import ChatClientMessageAggregator, ChatResponse
 
 __all__ = ["TRACER_NAME", "Span", "SpanKind", "Status", "StatusCode", "tracing_enabled"]
@@ -80,13 +81,11 @@ async def traced_stream(
             yield item
         if on_complete is not None and items is not None:
             on_complete(s, items)
-    except BaseException as exc:
+    except Exception as exc:  # not GeneratorExit or cancellation: a consumer may stop early
         _record_error(s, exc)
         raise
     finally:
-        aclose = getattr(source, "aclose", None)
-        if aclose is not None:
-            await aclose()
+        await close_stream(source)
         s.end()
 
 

@@ -17,6 +17,7 @@ import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import TypeAlias
 
+from ._streams import close_stream
 from .errors import AdvisorChainError
 from .messages import AssistantMessage
 from .model import ChatResponse, ChatResponseMetadata, Generation, Prompt
@@ -147,9 +148,7 @@ class FunctionChatModel:
                 async for chunk in source:
                     yield chunk
             finally:
-                aclose = getattr(source, "aclose", None)
-                if aclose is not None:
-                    await aclose()
+                await close_stream(source)
             return
         for chunk in stream_chunks(await self.call(prompt)):
             yield chunk

@@ -354,3 +354,79 @@ async def test_accessors_awaited_together_still_make_one_request() -> None:
     text, response = await aio.gather(result.content(), result.chat_response())
     assert (text, response.text) == ("once", "once")
     assert len(model.prompts) == 1
+
+
+class _PlainIterator:
+    """An async iterator without aclose, as the StreamAdvisor protocol allows."""
+
+    def __init__(self, source: Any) -> None:
+        self._source = source
+
+    def __aiter__(self) -> _PlainIterator:
+        return self
+
+    async def __anext__(self) -> Any:
+        return await anext(self._source)
+
+
+class PlainStreamAdvisor:
+    name = "plain"
+    order = 0
+
+    def advise_stream(self, request: Any, chain: Any) -> Any:
+        return _PlainIterator(chain.next_stream(request))
+
+
+def test_a_stream_advisor_returning_a_plain_async_iterator_streams() -> None:
+    from advisorchain import SimpleLoggerAdvisor
+
+    client = _client(
+        ScriptedChatModel(["hello world"]),
+        default_advisors=[PlainStreamAdvisor(), SimpleLoggerAdvisor(order=-1)],
+    )
+    assert list(client.prompt("q").stream().content()) == ["hello", " world"]
+
+
+_INTERRUPT_SCRIPT = """
+import asyncio, os, signal, threading
+from advisorchain import AssistantMessage, ChatClient, ToolCall, ToolResponseMessage, tool
+from advisorchain.testing import FunctionChatModel
+
+events = []
+
+@tool
+async def slow() -> str:
+    \"\"\"A tool that takes its time.\"\"\"
+    try:
+        await asyncio.sleep(5)
+        events.append("tool finished")
+    except asyncio.CancelledError:
+        events.append("tool cancelled")
+        raise
+    return "x"
+
+def answer(prompt):
+    if isinstance(prompt.instructions[-1], ToolResponseMessage):
+        return "done"
+    return AssistantMessage("checking", [ToolCall("s", "slow", "{}")])
+
+client = ChatClient(FunctionChatModel(answer), default_tools=[slow])
+threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+try:
+    for text in client.prompt("go").stream().content():
+        events.append(text)
+except KeyboardInterrupt as exc:
+    events.append(f"interrupted, context={exc.__context__!r}")
+print(events)
+"""
+
+
+def test_ctrl_c_during_a_sync_stream_cancels_the_running_tool() -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", _INTERRUPT_SCRIPT], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "['checking', 'tool cancelled', 'interrupted, context=None']"

@@ -94,3 +94,13 @@ def test_a_streamed_model_call_span_is_a_client_span_with_response_attributes(
     assert (attrs["gen_ai.usage.input_tokens"], attrs["gen_ai.usage.output_tokens"]) == (7, 3)
     assert attrs["gen_ai.response.id"] == "resp-1"
     assert tuple(attrs["gen_ai.response.finish_reasons"]) == ("stop",)  # type: ignore[arg-type]
+
+
+def test_a_stream_the_consumer_stops_early_is_not_an_error(spans: InMemorySpanExporter) -> None:
+    client = ChatClient(ScriptedChatModel(["a b c"]), tool_calling_auto_register=False)
+    stream = client.prompt("q").advisors(Recorder("outer", 1, [])).stream().content()
+    assert next(stream) == "a"
+    stream.close()  # type: ignore[attr-defined]
+    finished = spans.get_finished_spans()
+    assert {s.name for s in finished} == {"advisorchain request", "advisor outer", "chat scripted"}
+    assert all(s.status.is_unset for s in finished)

@@ -17,6 +17,7 @@ from typing import Any, ClassVar, Generic, Protocol, TypeVar, runtime_checkable
 from opentelemetry.trace import Span, SpanKind
 
 from .. import observability as obs
+from .._streams import close_stream
 from ..errors import ChainConfigurationError, ModelError
 from ..model import ChatModel, ChatResponse, Prompt
 
@@ -267,9 +268,7 @@ class StreamAdvisorChain(AdvisorChain["StreamAdvisor"]):
                     )
                 yield ChatClientResponse(chunk, context)
         finally:
-            aclose = getattr(stream, "aclose", None)
-            if aclose is not None:
-                await aclose()
+            await close_stream(stream)
 
 
 def _record_chunks(span: Span, chunks: list[ChatClientResponse]) -> None:
@@ -314,9 +313,7 @@ class BaseAdvisor:
             async for chunk in stream:
                 yield self.after(chunk, chain) if is_end_of_answer(chunk) else chunk
         finally:
-            aclose = getattr(stream, "aclose", None)
-            if aclose is not None:
-                await aclose()
+            await close_stream(stream)
 
 
 def check_advisor(advisor: object) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Callable
 
+from .._streams import close_stream
 from ..model import ChatClientMessageAggregator
 from .api import CallAdvisorChain, ChatClientRequest, ChatClientResponse, StreamAdvisorChain
 
@@ -88,5 +89,5 @@ class SimpleLoggerAdvisor:
                 seen.append(chunk)
                 yield chunk
         finally:
-            await stream.aclose()  # type: ignore[attr-defined]
+            await close_stream(stream)
         self._log_response(ChatClientMessageAggregator.aggregate_responses(seen))

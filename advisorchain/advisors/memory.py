@@ -12,6 +12,7 @@ import asyncio
 from collections.abc import AsyncIterator, Sequence
 from typing import ClassVar
 
+from .._streams import close_stream
 from ..memory.api import ChatMemory
 from ..messages import AssistantMessage, Message, SystemMessage, ToolResponseMessage, UserMessage
 from ..model import ChatClientMessageAggregator, ChatResponse
@@ -95,9 +96,7 @@ class MessageChatMemoryAdvisor(MemoryAdvisor):
                     chunks.append(chunk.chat_response)
                 yield chunk
         finally:
-            aclose = getattr(stream, "aclose", None)
-            if aclose is not None:
-                await aclose()
+            await close_stream(stream)
         # Reached only when the stream ended normally: a cancelled or failed stream stores nothing.
         if chunks:
             await self._store_answer(conversation_id, ChatClientMessageAggregator.aggregate(chunks))

@@ -16,6 +16,7 @@ import jsonschema
 import jsonschema.validators
 import referencing.exceptions
 
+from .._streams import close_stream
 from ..errors import ChainConfigurationError, StructuredOutputValidationError
 from ..model import ChatClientMessageAggregator, ChatResponse, Prompt, Usage
 from ..output import EMPTY_RESPONSE_ERROR, OutputConverter, error_path, extract_json, join_errors
@@ -321,6 +322,4 @@ async def _collect(stream: AsyncIterator[ChatClientResponse]) -> list[ChatClient
     try:
         return [chunk async for chunk in stream]
     finally:
-        aclose = getattr(stream, "aclose", None)
-        if aclose is not None:
-            await aclose()
+        await close_stream(stream)

@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from .._streams import close_stream
 from ..errors import MaxIterationsExceeded, ToolCallLimitExceeded
 from ..messages import AssistantMessage, Message, ToolResponseMessage
 from ..model import ChatClientMessageAggregator, ChatResponse, Generation, Prompt, Usage
@@ -116,9 +117,7 @@ class ToolCallingAdvisor(ToolAdvisor):
                     if live is not None:
                         yield live
             finally:
-                aclose = getattr(source, "aclose", None)
-                if aclose is not None:
-                    await aclose()
+                await close_stream(source)
             aggregated = ChatClientMessageAggregator.aggregate_responses(chunks)
             step = await self._after_round(loop, request, await self.do_after_call(aggregated, chain))
             if isinstance(step, ChatClientRequest):

@@ -20,6 +20,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+import httpx2
 import openai
 
 from ..errors import ModelError
@@ -109,7 +110,24 @@ class OpenAIChatModel:
             raise ModelError(
                 f"{self.provider} answered with a body that is not JSON: {exc}", provider=self.provider
             ) from exc
-        return parse_completion(body)
+        return parse_completion(self._checked(body, "the response body"))
+
+    def _checked(self, data: object, what: str) -> dict[str, Any]:
+        """``data`` when it is a JSON object without an ``error``; otherwise a ModelError."""
+        if not isinstance(data, dict):
+            raise ModelError(
+                f"{self.provider} sent {what} that is not a JSON object: {str(data)[:200]!r}",
+                provider=self.provider,
+            )
+        error = data.get("error")
+        if error is not None:
+            raise error_from_body(
+                error if isinstance(error, dict) else data,
+                provider=self.provider,
+                status_code=None,
+                fallback=f"error in {what}",
+            )
+        return data
 
     async def stream(self, prompt: Prompt) -> AsyncIterator[ChatResponse]:
         """A streamed request: text deltas as they come, then one last chunk with the whole tool
@@ -119,19 +137,17 @@ class OpenAIChatModel:
         try:
             async with create(**self._raw_args(prompt, stream=True)) as response:
                 async for data in _sse_data(response.iter_lines()):
-                    error = data.get("error")
-                    if error is not None:
-                        raise error_from_body(
-                            error if isinstance(error, dict) else data,
-                            provider=self.provider,
-                            status_code=None,
-                            fallback="error in the stream",
-                        )
-                    text = assembler.feed(data)
+                    text = assembler.feed(self._checked(data, "a stream event"))
                     if text:
                         yield assembler.text_chunk(text)
         except openai.OpenAIError as exc:
             raise _model_error(exc, self.provider) from exc
+        except httpx2.TransportError as exc:  # the connection broke mid-stream
+            raise ModelError(
+                f"{self.provider} connection failed mid-stream: {exc}",
+                error_type="connection_error",
+                provider=self.provider,
+            ) from exc
         yield assembler.final()
 
     def request_body(self, prompt: Prompt, *, stream: bool = False) -> dict[str, Any]:
@@ -183,7 +199,7 @@ class OpenAIChatModel:
         return args
 
 
-async def _sse_data(lines: AsyncIterator[str]) -> AsyncIterator[dict[str, Any]]:
+async def _sse_data(lines: AsyncIterator[str]) -> AsyncIterator[object]:
     """The JSON payloads of a server-sent event stream's ``data:`` lines, up to ``[DONE]``."""
     async for line in lines:
         if not line.startswith("data:"):

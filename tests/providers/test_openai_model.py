@@ -463,3 +463,64 @@ async def test_a_stream_event_that_is_not_json_is_a_model_error() -> None:
             pass
     with pytest.raises(ModelError, match="not JSON"):
         await model.call(Prompt([UserMessage("hi")]))
+
+
+def _mock_model(handler: Any) -> OpenAIChatModel:
+    import httpx2
+
+    client = openai.AsyncOpenAI(
+        api_key="k",
+        base_url="http://127.0.0.1:9/v1",
+        max_retries=0,
+        http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(handler)),
+    )
+    return OpenAIChatModel("m", client=client)
+
+
+@pytest.mark.parametrize(
+    ("body", "fragment"),
+    [
+        (b"[1, 2]", "not a JSON object"),
+        (b'{"error": {"message": "model overloaded", "type": "server_error"}}', "model overloaded"),
+    ],
+)
+async def test_a_malformed_or_error_body_with_status_200_is_a_model_error(body: bytes, fragment: str) -> None:
+    import httpx2
+
+    model = _mock_model(
+        lambda request: httpx2.Response(200, headers={"content-type": "application/json"}, content=body)
+    )
+    with pytest.raises(ModelError, match=fragment):
+        await model.call(Prompt([UserMessage("hi")]))
+
+
+async def test_a_stream_event_that_is_not_an_object_is_a_model_error() -> None:
+    import httpx2
+
+    model = _mock_model(
+        lambda request: httpx2.Response(
+            200, headers={"content-type": "text/event-stream"}, content=b"data: 42\n\n"
+        )
+    )
+    with pytest.raises(ModelError, match="not a JSON object"):
+        async for _ in model.stream(Prompt([UserMessage("hi")])):
+            pass
+
+
+async def test_a_connection_lost_mid_stream_is_a_model_error() -> None:
+    import httpx2
+
+    class Broken(httpx2.AsyncByteStream):
+        async def __aiter__(self) -> Any:
+            yield b'data: {"choices": [{"index": 0, "delta": {"content": "par"}}]}\n\n'
+            raise httpx2.ReadError("connection reset by peer")
+
+    model = _mock_model(
+        lambda request: httpx2.Response(200, headers={"content-type": "text/event-stream"}, stream=Broken())
+    )
+    seen: list[str | None] = []
+    with pytest.raises(ModelError, match="connection failed mid-stream") as caught:
+        async for chunk in model.stream(Prompt([UserMessage("hi")])):
+            seen.append(chunk.text)
+    assert seen == ["par"]
+    assert caught.value.error_type == "connection_error"
