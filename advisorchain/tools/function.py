@@ -11,11 +11,13 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import copy
 import functools
 import inspect
 import re
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Generic, ParamSpec, TypeVar, overload
 
 import pydantic_core
@@ -150,7 +152,7 @@ class FunctionTool(Generic[P, R]):
         if self._is_async:
             result = await target(**kwargs)
         else:
-            result = await asyncio.to_thread(target, **kwargs)
+            result = await _in_tool_thread(target, **kwargs)
         return encode_result(result)
 
 
@@ -236,3 +238,17 @@ def _is_tool_attr(value: object) -> bool:
     if isinstance(value, staticmethod):
         return isinstance(value.__func__, FunctionTool)
     return True
+
+
+# Sync tools get threads of their own: a tool that blocks (or that a timeout abandoned) never takes a
+# thread from the loop's default pool, which memory I/O uses, and a tool may itself make a blocking
+# advisorchain call (a sub-agent) without waiting on a pool it occupies.
+_TOOL_THREADS = ThreadPoolExecutor(max_workers=32, thread_name_prefix="advisorchain-tool")
+
+
+async def _in_tool_thread(fn: Callable[..., Any], /, **kwargs: Any) -> Any:
+    """``fn(**kwargs)`` in a tool thread, with the caller's context variables (as asyncio.to_thread)."""
+    context = contextvars.copy_context()
+    return await asyncio.get_running_loop().run_in_executor(
+        _TOOL_THREADS, functools.partial(context.run, fn, **kwargs)
+    )

@@ -435,3 +435,46 @@ async def test_each_tool_execution_is_an_execute_tool_span(spans: InMemorySpanEx
         "gen_ai.tool.call.id": "1",
     }
     assert (finished["execute_tool nope"].attributes or {})["error.type"] == "LookupError"
+
+
+_NESTED_SCRIPT = """
+from advisorchain import AssistantMessage, ChatClient, ToolCall, ToolResponseMessage, tool
+from advisorchain.testing import FunctionChatModel
+
+@tool
+def leaf() -> str:
+    \"\"\"The innermost tool.\"\"\"
+    return "leaf"
+
+def inner_answer(prompt):
+    if isinstance(prompt.instructions[-1], ToolResponseMessage):
+        return "inner done"
+    return AssistantMessage(None, [ToolCall("l", "leaf", "{}")])
+
+inner = ChatClient(FunctionChatModel(inner_answer), default_tools=[leaf])
+
+@tool
+def sub_agent() -> str:
+    \"\"\"Asks another agent, blocking.\"\"\"
+    return inner.prompt("go").call().content() or ""
+
+def outer_answer(prompt):
+    last = prompt.instructions[-1]
+    if isinstance(last, ToolResponseMessage):
+        return ",".join(r.response_data for r in last.responses)
+    return AssistantMessage(None, [ToolCall(f"s{i}", "sub_agent", "{}") for i in range(8)])
+
+print(ChatClient(FunctionChatModel(outer_answer), default_tools=[sub_agent]).prompt("go").call().content())
+"""
+
+
+def test_sync_tools_can_make_nested_blocking_calls_in_parallel() -> None:
+    """Sub-agents: eight parallel sync tools, each making a blocking client call whose own sync tool
+    needs a thread too. On the loop's small default pool this deadlocks; run in a subprocess so a
+    regression fails by timeout instead of hanging the suite."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", _NESTED_SCRIPT], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == ",".join(["inner done"] * 8)
