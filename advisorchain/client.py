@@ -26,7 +26,7 @@ from .errors import ChainConfigurationError
 from .memory.api import ChatMemory
 from .messages import AssistantMessage, Message, SystemMessage, ToolResponseMessage, UserMessage
 from .model import ChatModel, ChatOptions, ChatResponse, Prompt
-from .output import OutputConverter
+from .output import converter_for
 from .tools.api import ToolCallback
 
 __all__ = [
@@ -326,7 +326,7 @@ class AsyncCallResponseSpec:
         ``schema_validation=True`` adds a StructuredOutputValidationAdvisor (validate and retry);
         ``native=True`` also asks the provider for native JSON-schema output where it has one.
         """
-        converter: OutputConverter[Any] = OutputConverter(output_type)
+        converter = converter_for(output_type)
         spec = self._spec
         request = spec._build(
             {AdvisorParams.OUTPUT_FORMAT: converter.format_instructions},

@@ -7,6 +7,7 @@ itself) and joined with ``"; "``, e.g. ``age: Input should be a valid integer``.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Iterable
@@ -19,7 +20,7 @@ from pydantic.errors import PydanticUserError
 from ._typing import pydantic_compatible
 from .errors import ChainConfigurationError, StructuredOutputValidationError
 
-__all__ = ["EMPTY_RESPONSE_ERROR", "OutputConverter", "extract_json", "join_errors"]
+__all__ = ["EMPTY_RESPONSE_ERROR", "OutputConverter", "converter_for", "extract_json", "join_errors"]
 
 T = TypeVar("T")
 
@@ -57,6 +58,20 @@ def join_errors(errors: Iterable[str]) -> str:
 def pydantic_errors(exc: ValidationError) -> str:
     """A pydantic ValidationError as readable ``path: message`` text."""
     return join_errors(f"{error_path(e['loc'])}: {e['msg']}" for e in exc.errors())
+
+
+@functools.lru_cache(maxsize=256)
+def _cached_converter(output_type: Any) -> OutputConverter[Any]:
+    return OutputConverter(output_type)
+
+
+def converter_for(output_type: Any) -> OutputConverter[Any]:
+    """The (cached) converter of ``output_type``: building the pydantic adapter and the JSON schema
+    costs far more than parsing an answer, so each type is prepared once."""
+    try:
+        return _cached_converter(output_type)
+    except TypeError:  # an unhashable type form
+        return OutputConverter(output_type)
 
 
 class OutputConverter(Generic[T]):

@@ -19,7 +19,14 @@ import referencing.exceptions
 from .._streams import close_stream
 from ..errors import ChainConfigurationError, StructuredOutputValidationError
 from ..model import ChatClientMessageAggregator, ChatResponse, Prompt, Usage
-from ..output import EMPTY_RESPONSE_ERROR, OutputConverter, error_path, extract_json, join_errors
+from ..output import (
+    EMPTY_RESPONSE_ERROR,
+    OutputConverter,
+    converter_for,
+    error_path,
+    extract_json,
+    join_errors,
+)
 from .api import (
     CallAdvisorChain,
     ChatClientRequest,
@@ -42,7 +49,7 @@ class _TypeCheck:
     """Validates with pydantic against a Python type."""
 
     def __init__(self, output_type: Any) -> None:
-        self._converter: OutputConverter[Any] = OutputConverter(output_type)
+        self._converter: OutputConverter[Any] = converter_for(output_type)
 
     @property
     def json_schema(self) -> Mapping[str, Any]:

@@ -16,6 +16,7 @@ import copy
 import functools
 import inspect
 import re
+import weakref
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Generic, ParamSpec, TypeVar, overload
@@ -211,7 +212,9 @@ def _callbacks_of(obj: object) -> list[ToolCallback]:
         return [obj]
     if isinstance(obj, list | tuple):
         return [cb for item in obj for cb in _callbacks_of(item)]
-    if inspect.isfunction(obj) or inspect.ismethod(obj):
+    if inspect.isfunction(obj):
+        return [_function_tool(obj)]
+    if inspect.ismethod(obj):
         return [FunctionTool(obj)]
     found = _tool_methods(obj)
     provider = getattr(obj, "tool_callbacks", None)
@@ -252,3 +255,16 @@ async def _in_tool_thread(fn: Callable[..., Any], /, **kwargs: Any) -> Any:
     return await asyncio.get_running_loop().run_in_executor(
         _TOOL_THREADS, functools.partial(context.run, fn, **kwargs)
     )
+
+
+# A plain (undecorated) function passed to .tools(...) on every request is described once.
+_PLAIN_TOOLS: weakref.WeakKeyDictionary[Callable[..., Any], FunctionTool[Any, Any]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _function_tool(fn: Callable[..., Any]) -> FunctionTool[Any, Any]:
+    cached = _PLAIN_TOOLS.get(fn)
+    if cached is None:
+        cached = _PLAIN_TOOLS[fn] = FunctionTool(fn)
+    return cached

@@ -181,3 +181,13 @@ def test_a_type_without_json_schema_is_a_configuration_error() -> None:
     with pytest.raises(ChainConfigurationError, match="cannot derive a JSON schema"):
         client(model).prompt("q").call().entity(type)
     assert model.prompts == []
+
+
+def test_a_type_is_prepared_once_across_requests() -> None:
+    from advisorchain.output import converter_for
+
+    class Point(BaseModel):
+        x: int
+
+    assert converter_for(Point) is converter_for(Point)
+    assert converter_for(list[Point]) is converter_for(list[Point])
