@@ -83,8 +83,12 @@ class RedisChatMemoryRepository(BlockingRepository):
     def find_conversation_ids(self) -> list[str]:
         """Every conversation id with stored messages (a SCAN over the prefix)."""
         pattern = _GLOB_SPECIAL.sub(r"\\\1", self.key_prefix) + "*"
-        start = len(self.key_prefix.encode())
-        ids = {key[start:].decode() for key in self._client.scan_iter(match=pattern, count=500)}
+        prefix = self.key_prefix.encode()
+        ids = {
+            # A client made with decode_responses=True yields str keys, the default bytes.
+            (key if isinstance(key, bytes) else key.encode())[len(prefix) :].decode()
+            for key in self._client.scan_iter(match=pattern, count=500)
+        }
         return sorted(ids)
 
     def find_by_conversation_id(self, conversation_id: str) -> list[Message]:

@@ -315,3 +315,18 @@ def test_a_redis_ttl_must_be_positive(make_backend: Any, bad: Any) -> None:
     url = make_backend("redis").spec["url"]
     with pytest.raises(ValueError, match="ttl"):
         RedisChatMemoryRepository(url, ttl=bad)
+
+
+def test_a_redis_client_that_decodes_responses_works_too(make_backend: Any) -> None:
+    import redis
+
+    from advisorchain.memory.redis import RedisChatMemoryRepository
+
+    url = make_backend("redis").spec["url"]
+    prefix = f"decoded:{uuid.uuid4().hex}:"
+    client = redis.Redis.from_url(url, decode_responses=True)
+    with RedisChatMemoryRepository(url, key_prefix=prefix, client=client) as repository:
+        MessageWindowChatMemory(repository).add("c1", [UserMessage("héllo")])
+        assert repository.find_conversation_ids() == ["c1"]
+        assert repository.find_by_conversation_id("c1") == [UserMessage("héllo")]
+        repository.delete_by_conversation_id("c1")
