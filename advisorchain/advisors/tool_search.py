@@ -113,7 +113,8 @@ class _ToolSearchTool:
 
     async def call(self, arguments: str, context: ToolContext | None) -> str:
         state = self.state
-        assert state is not None, "tool_search runs only inside its own loop"
+        if state is None:
+            return "Error: tool_search is only available inside a ToolSearchToolCallingAdvisor loop."
         try:
             args: Any = json.loads(arguments) if arguments.strip() else {}
         except json.JSONDecodeError as exc:
