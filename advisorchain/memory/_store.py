@@ -8,7 +8,8 @@ import asyncio
 import json
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
-from typing import Any
+from types import TracebackType
+from typing import Any, Self
 
 from ..messages import (
     AssistantMessage,
@@ -124,7 +125,20 @@ def plan_rows(
 
 class BlockingRepository(ABC):
     """Async forms of the repository methods, running the blocking driver in a worker thread so the
-    event loop never waits on a database. Subclasses implement the blocking methods."""
+    event loop never waits on a database. Subclasses implement the blocking methods; ``with``
+    closes the repository (its connections) at the end."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release the repository's connections."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
 
     @abstractmethod
     def find_conversation_ids(self) -> list[str]:

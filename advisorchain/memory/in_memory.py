@@ -22,6 +22,9 @@ class InMemoryChatMemoryRepository(BlockingRepository):
         self._conversations: dict[str, list[Message]] = {}
         self._lock = threading.Lock()
 
+    def close(self) -> None:
+        """Nothing to release: the conversations stay readable."""
+
     def find_conversation_ids(self) -> list[str]:
         """Every conversation id with stored messages."""
         with self._lock:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from types import TracebackType
 from typing import Any
 
 from ..messages import Message
@@ -100,14 +99,6 @@ class PostgresChatMemoryRepository(BlockingRepository):
     def close(self) -> None:
         """Close the connection pool."""
         self._pool.close()
-
-    def __enter__(self) -> PostgresChatMemoryRepository:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
 
     # -- the repository ------------------------------------------------------------------------
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from datetime import timedelta
-from types import TracebackType
 from typing import Any
 
 from ..messages import Message
@@ -71,14 +70,6 @@ class RedisChatMemoryRepository(BlockingRepository):
     def close(self) -> None:
         """Close the client's connections."""
         self._client.close()
-
-    def __enter__(self) -> RedisChatMemoryRepository:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
 
     def find_conversation_ids(self) -> list[str]:
         """Every conversation id with stored messages (a SCAN over the prefix)."""

@@ -8,7 +8,6 @@ import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from types import TracebackType
 
 from ..messages import Message
 from ._store import BlockingRepository, check_conversation_id, check_messages, decode, encode, plan_rows
@@ -119,14 +118,6 @@ class SQLiteChatMemoryRepository(BlockingRepository):
             connections, self._connections = self._connections, []
         for conn in connections:
             conn.close()
-
-    def __enter__(self) -> SQLiteChatMemoryRepository:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
 
     # -- the repository ------------------------------------------------------------------------
 
