@@ -8,7 +8,6 @@ found, on every following iteration of the loop.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections import Counter
@@ -17,7 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..model import ChatOptions, Prompt
-from ..tools.api import ToolCallback, ToolContext, ToolDefinition, ToolMetadata
+from ..tools.api import InvalidToolArgumentsError, ToolCallback, ToolContext, ToolDefinition, ToolMetadata
+from ..tools.schema import parse_arguments
 from .api import CallAdvisorChain, ChatClientRequest, StreamAdvisorChain
 from .tool_calling import ToolCallingAdvisor
 
@@ -116,10 +116,10 @@ class _ToolSearchTool:
         if state is None:
             return "Error: tool_search is only available inside a ToolSearchToolCallingAdvisor loop."
         try:
-            args: Any = json.loads(arguments) if arguments.strip() else {}
-        except json.JSONDecodeError as exc:
-            return f'Error: the arguments are not valid JSON ({exc.msg}); send {{"query": "..."}}.'
-        query = args.get("query") if isinstance(args, dict) else None
+            args = parse_arguments(arguments, "tool_search")
+        except InvalidToolArgumentsError as exc:
+            return f"Error: {exc}"
+        query = args.get("query")
         if not isinstance(query, str) or not query.strip():
             return 'Error: give a non-blank "query" of keywords, e.g. {"query": "send email"}.'
         found = state.index.search(query, self.limit)

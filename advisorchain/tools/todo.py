@@ -7,14 +7,14 @@ the model can act on, and a failed write changes nothing.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import TypeAdapter, ValidationError
 
-from .api import ToolContext, ToolDefinition, ToolMetadata
+from .api import InvalidToolArgumentsError, ToolContext, ToolDefinition, ToolMetadata
+from .schema import parse_arguments
 
 __all__ = ["MAX_ITEMS", "TodoItem", "TodoTools"]
 
@@ -95,10 +95,10 @@ class _TodoTool:
 class _TodoWrite(_TodoTool):
     async def call(self, arguments: str, context: ToolContext | None) -> str:
         try:
-            args = json.loads(arguments) if arguments and arguments.strip() else {}
-        except json.JSONDecodeError as exc:
-            return f"Error: the arguments are not valid JSON ({exc.msg} at position {exc.pos})."
-        if not isinstance(args, dict) or "items" not in args:
+            args = parse_arguments(arguments, "todo_write")
+        except InvalidToolArgumentsError as exc:
+            return f"Error: {exc}"
+        if "items" not in args:
             return 'Error: call todo_write with {"items": [{"id": ..., "text": ..., "status": ...}, ...]}.'
         checked = _check(args["items"])
         if isinstance(checked, str):
