@@ -338,7 +338,7 @@ _BAD_ARGUMENTS: list[tuple[Callable[[], object], str]] = [
     (lambda: StructuredOutputValidationAdvisor(output_json_schema=42), "as a str or a Mapping"),  # type: ignore[arg-type]
     (
         lambda: StructuredOutputValidationAdvisor(Person, max_repeat_attempts=-1),
-        "max_repeat_attempts must be >= 0",
+        "max_repeat_attempts must be an int >= 0",
     ),
     (
         lambda: StructuredOutputValidationAdvisor(Person, max_repeat_attempts=True),
