@@ -120,6 +120,4 @@ def test_lower_layers_never_reach_up(lower: str, upper: str) -> None:
             if nxt not in reached:
                 reached.add(nxt)
                 todo.append(nxt)
-    assert not {m for m in reached if m == upper or m.startswith(upper + ".")}, (
-        f"{lower} reaches {upper}"
-    )
+    assert not {m for m in reached if m == upper or m.startswith(upper + ".")}, f"{lower} reaches {upper}"
