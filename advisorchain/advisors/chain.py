@@ -24,6 +24,7 @@ from typing import Generic, Protocol, Self, TypeAlias, TypeVar, runtime_checkabl
 from opentelemetry.trace import Span, SpanKind
 
 from .. import observability as obs
+from .._checks import check_int
 from .._streams import closing, collect
 from ..errors import ChainConfigurationError, ModelError
 from ..model import (
@@ -132,8 +133,7 @@ def check_advisor(advisor: object) -> None:
         raise ChainConfigurationError(
             f"advisor {name!r} has no 'order'; give it an int order (lower runs first)"
         ) from None
-    if isinstance(order, bool) or not isinstance(order, int):
-        raise ChainConfigurationError(f"advisor {name!r} has order {order!r}; it must be an int")
+    check_int(order, f"the order of advisor {name!r}")
     if not callable(getattr(advisor, "advise_call", None)) and not callable(
         getattr(advisor, "advise_stream", None)
     ):
