@@ -75,6 +75,8 @@ from .model import (
 from .output import OutputConverter
 from .testing import FunctionChatModel, ScriptedChatModel
 from .tools import (
+    Approved,
+    Denied,
     FunctionTool,
     InvalidToolArgumentsError,
     ToolCallback,
@@ -94,6 +96,7 @@ __all__ = [
     "AdvisorChain",
     "AdvisorChainError",
     "AdvisorParams",
+    "Approved",
     "AssistantMessage",
     "AsyncCallResponseSpec",
     "AsyncStreamResponseSpec",
@@ -115,6 +118,7 @@ __all__ = [
     "ChatOptions",
     "ChatResponse",
     "ChatResponseMetadata",
+    "Denied",
     "FunctionChatModel",
     "FunctionTool",
     "Generation",

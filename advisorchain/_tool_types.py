@@ -35,9 +35,11 @@ class ToolDefinition:
 
 @dataclass(frozen=True, slots=True)
 class ToolMetadata:
-    """How the loop treats a tool: ``return_direct`` sends its result straight to the caller."""
+    """How the loop treats a tool: ``return_direct`` sends its result straight to the caller;
+    ``requires_approval`` runs a call only once a person approved it (see ``advisorchain.tools.Approved``)."""
 
     return_direct: bool = False
+    requires_approval: bool = False
 
 
 @runtime_checkable

@@ -28,6 +28,7 @@ from .memory.api import conversation_id_of
 from .messages import AssistantMessage, Message, SystemMessage, ToolResponseMessage, UserMessage
 from .model import ChatClientRequest, ChatClientResponse, ChatModel, ChatOptions, ChatResponse, Prompt
 from .output import converter_for
+from .tools.approvals import as_decisions
 from .tools.function import tool_callbacks
 
 __all__ = [
@@ -148,6 +149,15 @@ class ChatClientRequestSpec:
             self._advisors.extend(_checked_advisors(item if isinstance(item, list | tuple) else (item,)))
         return self
 
+    def tool_approvals(self, decisions: Mapping[str, object]) -> ChatClientRequestSpec:
+        """Decisions for a round that waits for approval, by tool-call id: ``Approved()``,
+        ``Approved(arguments=...)``, ``Denied("why")``, or ``True``/``False``. The request resumes
+        that round (from ``messages(history)`` or, with memory, the conversation id); it needs no
+        user text."""
+        given = self._params.get(AdvisorParams.TOOL_APPROVALS, {})
+        self._params[AdvisorParams.TOOL_APPROVALS] = {**given, **as_decisions(decisions)}
+        return self
+
     def param(self, key: str, value: Any) -> ChatClientRequestSpec:
         """A request-context entry (e.g. ``ChatMemory.CONVERSATION_ID``) that advisors read."""
         self._params[key] = value
@@ -186,7 +196,7 @@ class ChatClientRequestSpec:
         instructions.extend(self._messages)
         if self._user is not None:
             instructions.append(UserMessage(self._user))
-        if not instructions:
+        if not instructions and AdvisorParams.TOOL_APPROVALS not in self._params:
             raise ChainConfigurationError(
                 "the prompt is empty: give it user text (prompt('...') or .user('...'))"
             )

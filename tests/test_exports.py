@@ -15,7 +15,7 @@ ModelError ChainConfigurationError FunctionChatModel ScriptedChatModel ToolDefin
 ToolContext ChatMemory ChatMemoryRepository tool tool_callbacks ToolCallingManager ToolExecutionResult
 ToolCallingAdvisor StructuredOutputValidationAdvisor MessageChatMemoryAdvisor MessageWindowChatMemory
 InMemoryChatMemoryRepository SQLiteChatMemoryRepository PostgresChatMemoryRepository RedisChatMemoryRepository
-TodoTools TodoItem TodoReminderAdvisor ToolSearchToolCallingAdvisor SimpleLoggerAdvisor SafeGuardAdvisor
+TodoTools TodoItem TodoReminderAdvisor ToolSearchToolCallingAdvisor SimpleLoggerAdvisor SafeGuardAdvisor Approved Denied
 """
 
 # Names API.md places in each submodule.
@@ -27,7 +27,7 @@ _SECTIONS = {
     "advisorchain.advisors.api": "Ordered ChatClientRequest ChatClientResponse CallAdvisor StreamAdvisor "
     "BaseAdvisor ToolAdvisor MemoryAdvisor CallAdvisorChain StreamAdvisorChain AdvisorParams",
     "advisorchain.tools": "tool tool_callbacks ToolDefinition ToolMetadata ToolCallback ToolContext "
-    "ToolCallingManager ToolExecutionResult",
+    "ToolCallingManager ToolExecutionResult Approved Denied",
     "advisorchain.memory": "ChatMemory ChatMemoryRepository MessageWindowChatMemory InMemoryChatMemoryRepository "
     "SQLiteChatMemoryRepository PostgresChatMemoryRepository RedisChatMemoryRepository",
     "advisorchain.models.openai": "OpenAIChatModel",

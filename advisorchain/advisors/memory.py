@@ -9,8 +9,8 @@ assistant tool-call messages, tool responses and the final answer, each once.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
-from typing import ClassVar
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Any, ClassVar
 
 from .._checks import check_conversation_id
 from .._streams import closing
@@ -62,11 +62,18 @@ class MessageChatMemoryAdvisor(MemoryAdvisor):
     def order(self) -> int:
         return self._order
 
+    async def conversation_history(self, request: ChatClientRequest) -> list[Message]:
+        """The stored messages of the request's conversation (the tool loop reads a round that
+        waits for approval from here when this advisor sits inside the loop)."""
+        return await _get(self.chat_memory, self._conversation_id(request))
+
     async def advise_call(self, request: ChatClientRequest, chain: CallAdvisorChain) -> ChatClientResponse:
         conversation_id = self._conversation_id(request)
         response = await chain.next_call(await self._before(request, conversation_id))
         if response.chat_response is not None:
-            await self._store_answer(conversation_id, response.chat_response)
+            await self._store_answer(
+                conversation_id, response.chat_response, _resumed_round(request, response.context)
+            )
         return response
 
     async def advise_stream(
@@ -75,6 +82,7 @@ class MessageChatMemoryAdvisor(MemoryAdvisor):
         conversation_id = self._conversation_id(request)
         chunks: list[ChatResponse] = []
         round_seen: object = None
+        resumed: list[Message] = []
         async with closing(chain.next_stream(await self._before(request, conversation_id))) as stream:
             async for chunk in stream:
                 if chunk.chat_response is not None:
@@ -85,10 +93,11 @@ class MessageChatMemoryAdvisor(MemoryAdvisor):
                         chunks.clear()
                         round_seen = round_now
                     chunks.append(chunk.chat_response)
+                resumed = resumed or _resumed_round(request, chunk.context)
                 yield chunk
         # Reached only when the stream ended normally: a cancelled or failed stream stores nothing.
         if chunks:
-            await self._store_answer(conversation_id, ChatClientMessageAggregator.aggregate(chunks))
+            await self._store_answer(conversation_id, ChatClientMessageAggregator.aggregate(chunks), resumed)
 
     def _conversation_id(self, request: ChatClientRequest) -> str:
         return conversation_id_of(request.context, self.conversation_id) or self.conversation_id
@@ -106,8 +115,10 @@ class MessageChatMemoryAdvisor(MemoryAdvisor):
         ordered = _without_unanswered_calls(_system_first(instructions), from_memory)
         return request.copy(prompt=request.prompt.copy(instructions=ordered))
 
-    async def _store_answer(self, conversation_id: str, response: ChatResponse) -> None:
-        answers: list[Message] = [g.output for g in response.generations]
+    async def _store_answer(
+        self, conversation_id: str, response: ChatResponse, resumed: Sequence[Message] = ()
+    ) -> None:
+        answers: list[Message] = [*resumed, *(g.output for g in response.generations)]
         if answers:
             await _add(self.chat_memory, conversation_id, answers)
 
@@ -135,12 +146,22 @@ def _system_first(instructions: Sequence[Message]) -> list[Message]:
     return [*systems, *(m for m in instructions if not isinstance(m, SystemMessage))]
 
 
+def _resumed_round(request: ChatClientRequest, context: Mapping[str, Any]) -> list[Message]:
+    """Outside the loop: the tool responses of a round that waited for approval and has now run
+    (inside the loop they are stored as the next round's request)."""
+    resumed = context.get(AdvisorParams.RESUMED_TOOL_RESPONSES)
+    outside = AdvisorParams.TOOL_LOOP_ITERATION not in request.context
+    return [resumed] if outside and isinstance(resumed, ToolResponseMessage) else []
+
+
 def _without_unanswered_calls(messages: list[Message], from_memory: set[int]) -> list[Message]:
     """``messages`` where a stored tool-call message that no tool response follows keeps only its text.
 
     A loop can end without answering its last tool calls (return direct, a tool-call limit,
     max_iterations); inside the loop the tool-call message was stored but its results never reach
     memory, and providers reject tool calls left unanswered, so the next request sends only the text.
+    A tool-call message that ends the prompt is kept whole: it is a round waiting for approval, which
+    the tool loop resumes.
     """
     result: list[Message] = []
     for i, m in enumerate(messages):

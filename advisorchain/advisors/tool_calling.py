@@ -9,14 +9,14 @@ the stream path share one family of async hooks (``do_*``) that subclasses overr
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
 from .._checks import check_int
 from .._streams import closing
 from ..errors import ChainConfigurationError, MaxIterationsExceeded, ToolCallLimitExceeded, ToolExecutionError
-from ..messages import AssistantMessage, Message, ToolResponseMessage
+from ..messages import AssistantMessage, Message, SystemMessage, ToolCall, ToolResponseMessage
 from ..model import (
     ChatClientMessageAggregator,
     ChatClientRequest,
@@ -27,9 +27,10 @@ from ..model import (
     Usage,
     with_total_usage,
 )
+from ..tools.approvals import Decision, as_decisions
 from ..tools.manager import ToolCallingManager, ToolExecutionResult
 from .chain import CallAdvisorChain, StreamAdvisorChain, checked_request, checked_response
-from .vocabulary import TOOL_CALLING_ORDER, AdvisorParams, ToolAdvisor, check_order
+from .vocabulary import TOOL_CALLING_ORDER, AdvisorParams, MemoryAdvisor, ToolAdvisor, check_order
 
 __all__ = ["ToolCallingAdvisor"]
 
@@ -54,7 +55,8 @@ class _Loop:
 @dataclass(frozen=True, slots=True)
 class _Stop:
     response: ChatClientResponse
-    synthetic: bool  # made by the loop (return direct, limit), not by the model
+    synthetic: bool  # made by the loop (return direct, limit, approval), not by the model
+    approval: bool = False  # the loop waits for a person's decision
 
 
 class ToolCallingAdvisor(ToolAdvisor):
@@ -64,6 +66,9 @@ class ToolCallingAdvisor(ToolAdvisor):
     """
 
     DEFAULT_ORDER: ClassVar[int] = TOOL_CALLING_ORDER
+
+    APPROVAL_REQUIRED: ClassVar[str] = "approvalRequired"
+    """The finish reason of a loop that stopped because a tool call needs a person's decision."""
 
     def __init__(
         self,
@@ -93,6 +98,10 @@ class ToolCallingAdvisor(ToolAdvisor):
     async def advise_call(self, request: ChatClientRequest, chain: CallAdvisorChain) -> ChatClientResponse:
         request = await self._initialize(request, chain)
         inner, loop = chain.copy(self), _Loop()
+        resumed = await self._resume(loop, request, inner.call_advisors)
+        if isinstance(resumed, _Stop):
+            return await self._finalize(resumed.response, chain)
+        request = resumed or request
         while True:
             request = await self._round_request(request, chain, loop)
             response = await self._after_call(await inner.next_call(request), chain)
@@ -106,6 +115,12 @@ class ToolCallingAdvisor(ToolAdvisor):
     ) -> AsyncIterator[ChatClientResponse]:
         request = await self._initialize(request, chain)
         inner, loop = chain.copy(self), _Loop()
+        resumed = await self._resume(loop, request, inner.stream_advisors)
+        if isinstance(resumed, _Stop):
+            yield resumed.response
+            await self._finalize(resumed.response, chain)
+            return
+        request = resumed or request
         while True:
             request = await self._round_request(request, chain, loop)
             chunks: list[ChatClientResponse] = []
@@ -126,8 +141,11 @@ class ToolCallingAdvisor(ToolAdvisor):
                         yield text
                 request = step
                 continue
-            for chunk in [step.response] if step.synthetic else _final_chunks(held, step.response):
-                yield chunk
+            if step.approval:  # one final chunk; its text is what did not stream live already
+                yield _unstreamed_text_only(step.response, held)
+            else:
+                for chunk in [step.response] if step.synthetic else _final_chunks(held, step.response):
+                    yield chunk
             await self._finalize(step.response, chain)
             return
 
@@ -147,10 +165,24 @@ class ToolCallingAdvisor(ToolAdvisor):
                 f"the eligibility checker of {self.name!r} asked for tool execution, but there is no response"
             )
         self._check_iterations(loop, chat)
+        prompt = self._manager_prompt(loop, request)
+        pending = self.tool_calling_manager.pending_approvals(prompt, chat)
+        if pending:
+            return self._approval_required(loop, response, chat, pending, prompt.instructions)
+        return await self._execute(loop, request, response, chat, prompt)
+
+    async def _execute(
+        self,
+        loop: _Loop,
+        request: ChatClientRequest,
+        response: ChatClientResponse,
+        chat: ChatResponse,
+        prompt: Prompt,
+        decisions: Mapping[str, Decision] | None = None,
+    ) -> ChatClientRequest | _Stop:
+        """Run the round's tool calls; the next round's request, or the loop's end."""
         try:
-            result = await self.tool_calling_manager.execute_tool_calls(
-                self._manager_prompt(loop, request), chat
-            )
+            result = await self.tool_calling_manager.execute_tool_calls(prompt, chat, decisions=decisions)
         except ToolCallLimitExceeded as exc:
             limited = ChatResponse.of(
                 AssistantMessage(f"I stopped calling tools: {exc}."),
@@ -177,6 +209,66 @@ class ToolCallingAdvisor(ToolAdvisor):
             prompt=request.prompt.copy(instructions=tuple(messages)),
             context={**request.context, **response.context},
         )
+
+    def _approval_required(
+        self,
+        loop: _Loop,
+        response: ChatClientResponse,
+        chat: ChatResponse,
+        pending: Sequence[ToolCall],
+        history: Sequence[Message],
+    ) -> _Stop:
+        """The loop's end while calls wait for a decision: the model's tool-call message, finish
+        reason APPROVAL_REQUIRED, the pending calls and the whole history in the context."""
+        message = next(g.output for g in chat.generations if g.output.tool_calls)
+        reason = self.APPROVAL_REQUIRED
+        waiting = ChatResponse(
+            (Generation(message, reason),), dataclasses.replace(chat.metadata, finish_reason=reason)
+        )
+        context = {
+            **response.context,
+            AdvisorParams.PENDING_TOOL_CALLS: tuple(pending),
+            AdvisorParams.CONVERSATION_HISTORY: (*history, message),
+        }
+        total = with_total_usage(response.copy(context=context), loop.usages, waiting)
+        return _Stop(total, synthetic=True, approval=True)
+
+    async def _resume(
+        self, loop: _Loop, request: ChatClientRequest, inner: Sequence[object]
+    ) -> ChatClientRequest | _Stop | None:
+        """A round waiting for approval at the end of the conversation: run it with the request's
+        decisions (the next request), or end again with APPROVAL_REQUIRED when it has none; None
+        when nothing waits."""
+        given = request.context.get(AdvisorParams.TOOL_APPROVALS)
+        decisions = as_decisions(given) if given is not None else None
+        waiting, history = await _waiting_round(request, inner, wants=decisions is not None)
+        if waiting is None:
+            if decisions is not None:
+                raise ChainConfigurationError(
+                    "tool_approvals was given, but no round waits for approval: the conversation does "
+                    "not end with an assistant message asking for tools"
+                )
+            return None
+        chat = ChatResponse.of(waiting, "tool_calls")
+        prompt = request.prompt.copy(instructions=history)
+        unknown = sorted(set(decisions or ()) - {c.id for c in waiting.tool_calls})
+        if unknown:
+            raise ChainConfigurationError(
+                f"tool_approvals names tool calls {unknown!r} that the waiting round does not have; "
+                f"it has {[c.id for c in waiting.tool_calls]!r}"
+            )
+        response = ChatClientResponse(chat, request.context)
+        if decisions is None:
+            pending = self.tool_calling_manager.pending_approvals(prompt, chat)
+            if pending:
+                return self._approval_required(loop, response, chat, pending, history)
+        step = await self._execute(loop, request.copy(prompt=prompt), response, chat, prompt, decisions)
+        decided = {AdvisorParams.RESUMED_TOOL_RESPONSES: loop.history[-1] if loop.history else None}
+        if isinstance(step, _Stop):
+            return dataclasses.replace(
+                step, response=step.response.copy(context={**step.response.context, **decided})
+            )
+        return step.copy(context={**step.context, **decided})
 
     def _check_iterations(self, loop: _Loop, chat: ChatResponse) -> None:
         if self.max_iterations is not None and loop.iteration >= self.max_iterations:
@@ -298,6 +390,43 @@ def _text_only(chunk: ChatClientResponse) -> ChatClientResponse | None:
         return None
     metadata = dataclasses.replace(chat.metadata, finish_reason=None, usage=None)
     return chunk.copy(chat_response=ChatResponse((Generation(AssistantMessage(text)),), metadata))
+
+
+def _unstreamed_text_only(final: ChatClientResponse, held: list[ChatClientResponse]) -> ChatClientResponse:
+    """``final`` with its message's text cut to what the held chunks had (the rest streamed live)."""
+    chat = final.chat_response
+    if chat is None or not chat.generations:
+        return final
+    texts = [c.chat_response.text for c in held if c.chat_response is not None and c.chat_response.text]
+    first = chat.generations[0]
+    output = dataclasses.replace(first.output, text="".join(texts) if texts else None)
+    generation = dataclasses.replace(first, output=output)
+    return final.copy(
+        chat_response=dataclasses.replace(chat, generations=(generation, *chat.generations[1:]))
+    )
+
+
+async def _waiting_round(
+    request: ChatClientRequest, inner: Sequence[object], *, wants: bool
+) -> tuple[AssistantMessage | None, tuple[Message, ...]]:
+    """The assistant tool-call message a conversation ends with (unanswered), and the history
+    before it: from the request's prompt, or — with memory inside the loop, on a request with
+    decisions or without user text — from that memory's stored conversation."""
+    instructions = tuple(request.prompt.instructions)
+    last = instructions[-1] if instructions else None
+    if isinstance(last, AssistantMessage) and last.tool_calls:
+        return last, instructions[:-1]
+    if not wants and request.prompt.last_user_message is not None:
+        return None, ()
+    for advisor in inner:
+        load = getattr(advisor, "conversation_history", None)
+        if isinstance(advisor, MemoryAdvisor) and load is not None:
+            stored = tuple(await load(request))
+            tail = stored[-1] if stored else None
+            if isinstance(tail, AssistantMessage) and tail.tool_calls:
+                systems = tuple(m for m in instructions if isinstance(m, SystemMessage))
+                return tail, (*systems, *(m for m in stored[:-1] if not isinstance(m, SystemMessage)))
+    return None, ()
 
 
 def _final_chunks(held: list[ChatClientResponse], final: ChatClientResponse) -> list[ChatClientResponse]:

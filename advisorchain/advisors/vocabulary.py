@@ -59,6 +59,22 @@ class AdvisorParams:
     OUTPUT_FORMAT: ClassVar[str] = "advisorchain.output_format"
     """Format instructions the model link appends to the last user message (set by ``entity``)."""
 
+    TOOL_APPROVALS: ClassVar[str] = "advisorchain.tool_approvals"
+    """Decisions by tool-call id for a round waiting for approval (set by ``.tool_approvals(...)``)."""
+
+    PENDING_TOOL_CALLS: ClassVar[str] = "advisorchain.pending_tool_calls"
+    """In the context of a response that ended with ``approvalRequired``: the ToolCalls that need a
+    decision, in call order."""
+
+    RESUMED_TOOL_RESPONSES: ClassVar[str] = "advisorchain.resumed_tool_responses"
+    """Set by the ToolCallingAdvisor when it ran a round that waited for approval: that round's
+    ToolResponseMessage (memory outside the loop stores it, so the stored tool-call message gets
+    its responses)."""
+
+    CONVERSATION_HISTORY: ClassVar[str] = "advisorchain.conversation_history"
+    """In the context of a response that ended with ``approvalRequired``: the loop's whole history,
+    ending with the assistant tool-call message (pass it to ``messages(...)`` to resume)."""
+
 
 class ToolAdvisor:
     """Marker: an advisor that owns the tool loop (at most one per chain)."""

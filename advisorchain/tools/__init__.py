@@ -1,11 +1,14 @@
-"""Tools: the contract (``api``), the ``@tool`` decorator and ``tool_callbacks`` (``function``), and
-the manager that executes tool calls (``manager``)."""
+"""Tools: the contract (``api``), the ``@tool`` decorator and ``tool_callbacks`` (``function``), the
+manager that executes tool calls (``manager``), and approval decisions (``approvals``)."""
 
 from .api import InvalidToolArgumentsError, ToolCallback, ToolContext, ToolDefinition, ToolMetadata
+from .approvals import Approved, Denied
 from .function import FunctionTool, tool, tool_callbacks
 from .manager import ToolCallingManager, ToolExecutionResult
 
 __all__ = [
+    "Approved",
+    "Denied",
     "FunctionTool",
     "InvalidToolArgumentsError",
     "ToolCallback",

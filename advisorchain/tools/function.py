@@ -67,13 +67,14 @@ class FunctionTool(Generic[P, R]):
         name: str | None = None,
         description: str | None = None,
         return_direct: bool = False,
+        requires_approval: bool = False,
     ) -> None:
         if not callable(func):
             raise TypeError(f"@tool needs a function, got {func!r}")
         self.func = func
         self._name = _check_name(name if name is not None else getattr(func, "__name__", ""))
         self._description = description if description is not None else (inspect.getdoc(func) or self._name)
-        self._metadata = ToolMetadata(return_direct=return_direct)
+        self._metadata = ToolMetadata(return_direct=return_direct, requires_approval=requires_approval)
         self._is_async = inspect.iscoroutinefunction(func)
         self._owner: type | None = None
         self._instance: object | None = None
@@ -125,7 +126,7 @@ class FunctionTool(Generic[P, R]):
 
     @property
     def metadata(self) -> ToolMetadata:
-        """``return_direct``."""
+        """``return_direct`` and ``requires_approval``."""
         return self._metadata
 
     def _resolve(self) -> ToolSignature:
@@ -166,7 +167,11 @@ class FunctionTool(Generic[P, R]):
 def tool(func: Callable[P, R], /) -> FunctionTool[P, R]: ...
 @overload
 def tool(
-    *, name: str | None = None, description: str | None = None, return_direct: bool = False
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    return_direct: bool = False,
+    requires_approval: bool = False,
 ) -> Callable[[Callable[P, R]], FunctionTool[P, R]]: ...
 def tool(
     func: Callable[P, R] | None = None,
@@ -175,13 +180,20 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     return_direct: bool = False,
+    requires_approval: bool = False,
 ) -> FunctionTool[P, R] | Callable[[Callable[P, R]], FunctionTool[P, R]]:
     """Declare a function or method as a tool: ``@tool`` or ``@tool(name=..., description=...,
-    return_direct=...)``. The name defaults to the function's name, the description to its
-    docstring; the input schema comes from the type hints (pydantic)."""
+    return_direct=..., requires_approval=...)``. The name defaults to the function's name, the
+    description to its docstring; the input schema comes from the type hints (pydantic)."""
 
     def decorate(fn: Callable[P, R]) -> FunctionTool[P, R]:
-        return FunctionTool(fn, name=name, description=description, return_direct=return_direct)
+        return FunctionTool(
+            fn,
+            name=name,
+            description=description,
+            return_direct=return_direct,
+            requires_approval=requires_approval,
+        )
 
     return decorate if func is None else decorate(func)
 

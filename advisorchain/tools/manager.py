@@ -8,19 +8,21 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 from collections import Counter
-from collections.abc import Coroutine, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 
 from .. import observability as obs
 from .._checks import check_int, check_seconds
 from .._tool_types import EMPTY_REGISTRY, ToolRegistry
-from ..errors import ToolCallLimitExceeded, ToolExecutionError
+from ..errors import ChainConfigurationError, ToolCallLimitExceeded, ToolExecutionError
 from ..messages import AssistantMessage, Message, ToolCall, ToolResponse, ToolResponseMessage, UserMessage
 from ..model import ChatOptions, ChatResponse, Generation, Prompt
 from .api import InvalidToolArgumentsError, ToolCallback, ToolContext, ToolDefinition
+from .approvals import Approved, Approver, Decision, Denied, as_decision, denial_text
 from .function import encode_result
 from .schema import parse_arguments
 
@@ -99,6 +101,12 @@ class ToolCallingManager:
     history since the last user message plus the calls being executed; a breach raises
     ToolCallLimitExceeded. ``tool_timeout`` (seconds) bounds each call: an async tool is cancelled,
     a sync tool's worker thread cannot be stopped and finishes in the background, its result unused.
+
+    A call of a tool whose metadata has ``requires_approval`` runs only with a decision: from
+    ``decisions`` (by call id), else from ``approver(call, context)`` — asked once per such call, in
+    call order, before any call of the round runs. ``Denied`` calls answer
+    ``Error: the user denied this tool call[: reason]``; ``Approved(arguments=...)`` replaces the
+    arguments the tool receives.
     """
 
     def __init__(
@@ -109,7 +117,13 @@ class ToolCallingManager:
         max_calls_per_tool: int = 40,
         max_total_calls: int = 150,
         tool_timeout: float | None = None,
+        approver: Approver | None = None,
     ) -> None:
+        if approver is not None and not callable(approver):
+            raise ChainConfigurationError(
+                f"approver must be a function (call, context) -> decision, got {approver!r}"
+            )
+        self.approver = approver
         self.parallel = parallel
         self.raise_on_error = raise_on_error
         self.max_calls_per_tool = check_int(max_calls_per_tool, "max_calls_per_tool", minimum=1)
@@ -120,15 +134,50 @@ class ToolCallingManager:
         """The definitions of the tools in ``options`` (duplicate names raise ValueError)."""
         return list(_registry(options).definitions)
 
-    async def execute_tool_calls(self, prompt: Prompt, chat_response: ChatResponse) -> ToolExecutionResult:
+    def pending_approvals(
+        self,
+        prompt: Prompt,
+        chat_response: ChatResponse,
+        decisions: Mapping[str, Decision] | None = None,
+    ) -> tuple[ToolCall, ...]:
+        """The calls of ``chat_response`` that need a person's decision and have none: their tool
+        requires approval, ``decisions`` does not name them and this manager has no approver."""
+        if self.approver is not None:
+            return ()
+        callbacks = _registry(prompt.options)
+        decided = decisions or {}
+        return tuple(
+            call
+            for call in _tool_call_message(chat_response).tool_calls
+            if call.id not in decided and _requires_approval(callbacks.get(call.name))
+        )
+
+    async def execute_tool_calls(
+        self,
+        prompt: Prompt,
+        chat_response: ChatResponse,
+        *,
+        decisions: Mapping[str, Decision] | None = None,
+    ) -> ToolExecutionResult:
         """Run the tool calls of ``chat_response`` with the tools of ``prompt.options`` and return
-        the history extended by the assistant message and one ToolResponseMessage."""
+        the history extended by the assistant message and one ToolResponseMessage.
+
+        ``decisions`` (by call id) approve or deny calls; a call that needs approval and has no
+        decision (and no approver to ask) raises ChainConfigurationError before any call runs."""
         message = _tool_call_message(chat_response)
+        pending = self.pending_approvals(prompt, chat_response, decisions)
+        if pending:
+            listed = ", ".join(f"{c.id!r} ({c.name!r})" for c in pending)
+            raise ChainConfigurationError(
+                f"tool call {listed} needs approval and has no decision; pass "
+                "tool_approvals({call_id: Approved() | Denied(...)}) or give the manager an approver"
+            )
         callbacks = _registry(prompt.options)
         context = ToolContext(prompt.options.tool_context if prompt.options is not None else {})
         calls = tuple(message.tool_calls)
         admitted, breach = self._admit(prompt.instructions, calls)
-        outcomes = await self._run_all(calls[:admitted], callbacks, context)
+        decided = await self._decide(calls[:admitted], callbacks, context, decisions or {})
+        outcomes = await self._run_all(calls[:admitted], callbacks, context, decided)
         responses = [o.response for o in outcomes]
         if breach is not None:
             note = f"Error: not executed: {breach.message}"
@@ -173,18 +222,51 @@ class ToolCallingManager:
 
     # -- running -------------------------------------------------------------------------------
 
+    async def _decide(
+        self,
+        calls: Sequence[ToolCall],
+        callbacks: ToolRegistry,
+        context: ToolContext,
+        decisions: Mapping[str, Decision],
+    ) -> dict[str, Decision]:
+        """The decision for each call that has one: given, or asked of the approver (in call order,
+        one at a time: a person answers one question after another)."""
+        decided = {c.id: decisions[c.id] for c in calls if c.id in decisions}
+        if self.approver is None:
+            return decided
+        for call in calls:
+            if call.id not in decided and _requires_approval(callbacks.get(call.name)):
+                answer = self.approver(call, context)
+                if inspect.isawaitable(answer):
+                    answer = await answer
+                decided[call.id] = as_decision(answer, f"the approver's answer for tool call {call.id!r}")
+        return decided
+
     async def _run_all(
-        self, calls: Sequence[ToolCall], callbacks: ToolRegistry, context: ToolContext
+        self,
+        calls: Sequence[ToolCall],
+        callbacks: ToolRegistry,
+        context: ToolContext,
+        decided: Mapping[str, Decision],
     ) -> list[_Outcome]:
         if not self.parallel or len(calls) < 2:
-            return [await self._run_one(call, callbacks, context) for call in calls]
-        return await _gather_or_cancel([self._run_one(call, callbacks, context) for call in calls])
+            return [await self._run_one(call, callbacks, context, decided.get(call.id)) for call in calls]
+        return await _gather_or_cancel(
+            [self._run_one(call, callbacks, context, decided.get(call.id)) for call in calls]
+        )
 
-    async def _run_one(self, call: ToolCall, callbacks: ToolRegistry, context: ToolContext) -> _Outcome:
+    async def _run_one(
+        self, call: ToolCall, callbacks: ToolRegistry, context: ToolContext, decision: Decision | None
+    ) -> _Outcome:
+        if isinstance(decision, Denied):
+            return _Outcome(ToolResponse(call.id, call.name, denial_text(decision)), False)
         with obs.span(f"execute_tool {call.name}", obs.tool_span_attributes(call.name, call.id)) as s:
             callback = callbacks.get(call.name)
+            run = call
+            if isinstance(decision, Approved) and decision.arguments is not None:
+                run = ToolCall(call.id, call.name, decision.arguments)  # the history keeps the model's call
             try:
-                text = await self._invoke(call, callback, callbacks, context)
+                text = await self._invoke(run, callback, callbacks, context)
             except _ToolFailure as failure:
                 cause = failure.__cause__
                 if s is not None:
@@ -270,6 +352,10 @@ def _calls_this_turn(history: Sequence[Message]) -> Counter[str]:
         elif isinstance(message, UserMessage):
             break
     return counts
+
+
+def _requires_approval(callback: ToolCallback | None) -> bool:
+    return callback is not None and bool(getattr(callback.metadata, "requires_approval", False))
 
 
 def _registry(options: ChatOptions | None) -> ToolRegistry:
