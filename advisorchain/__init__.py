@@ -51,6 +51,7 @@ from .memory import (
 )
 from .messages import (
     AssistantMessage,
+    Media,
     Message,
     MessageType,
     SystemMessage,
@@ -120,6 +121,7 @@ __all__ = [
     "InMemoryChatMemoryRepository",
     "InvalidToolArgumentsError",
     "MaxIterationsExceeded",
+    "Media",
     "MemoryAdvisor",
     "Message",
     "MessageChatMemoryAdvisor",

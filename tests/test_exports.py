@@ -15,7 +15,7 @@ ModelError ChainConfigurationError FunctionChatModel ScriptedChatModel ToolDefin
 ToolContext ChatMemory ChatMemoryRepository tool tool_callbacks ToolCallingManager ToolExecutionResult
 ToolCallingAdvisor StructuredOutputValidationAdvisor MessageChatMemoryAdvisor MessageWindowChatMemory
 InMemoryChatMemoryRepository SQLiteChatMemoryRepository PostgresChatMemoryRepository RedisChatMemoryRepository
-TodoTools TodoItem TodoReminderAdvisor ToolSearchToolCallingAdvisor SimpleLoggerAdvisor
+TodoTools TodoItem TodoReminderAdvisor ToolSearchToolCallingAdvisor SimpleLoggerAdvisor Media
 """
 
 # Names API.md places in each submodule.
@@ -28,7 +28,7 @@ _SECTIONS = {
     "ToolCallingManager ToolExecutionResult",
     "advisorchain.memory": "ChatMemory ChatMemoryRepository MessageWindowChatMemory InMemoryChatMemoryRepository "
     "SQLiteChatMemoryRepository PostgresChatMemoryRepository RedisChatMemoryRepository",
-    "advisorchain.models.openai": "OpenAIChatModel",
+    "advisorchain.models.openai": "OpenAIChatModel OpenAIResponsesChatModel",
     "advisorchain.models.anthropic": "AnthropicChatModel",
     "advisorchain.testing": "FunctionChatModel ScriptedChatModel",
     "advisorchain.errors": "AdvisorChainError ToolExecutionError ToolCallLimitExceeded MaxIterationsExceeded "
