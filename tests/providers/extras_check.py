@@ -42,7 +42,9 @@ def main() -> None:
     for name, model in _models(extra, url).items():
         client = ChatClient(model)
         answers[f"{name}/call"] = client.prompt("Weather in Paris?").tools(get_weather).call().content()
-        answers[f"{name}/stream"] = "".join(client.prompt("Weather in Paris?").tools(get_weather).stream().content())
+        answers[f"{name}/stream"] = "".join(
+            client.prompt("Weather in Paris?").tools(get_weather).stream().content()
+        )
     try:
         importlib.import_module(f"advisorchain.models.{other}")
         missing = None

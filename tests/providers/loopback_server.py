@@ -31,7 +31,11 @@ def _tool_result(path: str, body: dict[str, Any]) -> str | None:
         last = body["input"][-1]
         return last["output"] if last.get("type") == "function_call_output" else None
     content = body["messages"][-1]["content"]
-    blocks = [b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"] if isinstance(content, list) else []
+    blocks = (
+        [b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"]
+        if isinstance(content, list)
+        else []
+    )
     if not blocks:
         return None
     result = blocks[-1]["content"]
@@ -46,20 +50,33 @@ def _chat(final: bool, stream: bool) -> tuple[str, Any]:
     usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
     call = {"id": CALL_ID, "type": "function", "function": {"name": "get_weather", "arguments": ARGUMENTS}}
     if not stream:
-        message = {"role": "assistant", "content": FINAL} if final else {"role": "assistant", "content": None, "tool_calls": [call]}
+        message = (
+            {"role": "assistant", "content": FINAL}
+            if final
+            else {"role": "assistant", "content": None, "tool_calls": [call]}
+        )
         finish = "stop" if final else "tool_calls"
-        return "json", {**base, "choices": [{"index": 0, "message": message, "finish_reason": finish}], "usage": usage}
+        return "json", {
+            **base,
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+            "usage": usage,
+        }
     chunk = {**base, "object": "chat.completion.chunk"}
     if final:
         deltas = [{"role": "assistant", "content": "It is sunny"}, {"content": " in Paris."}]
     else:
         deltas = [
-            {"role": "assistant", "tool_calls": [{"index": 0, **call, "function": {"name": "get_weather", "arguments": ""}}]},
+            {
+                "role": "assistant",
+                "tool_calls": [{"index": 0, **call, "function": {"name": "get_weather", "arguments": ""}}],
+            },
             {"tool_calls": [{"index": 0, "function": {"arguments": '{"city": '}}]},
             {"tool_calls": [{"index": 0, "function": {"arguments": '"Paris"}'}}]},
         ]
     events = [{**chunk, "choices": [{"index": 0, "delta": d, "finish_reason": None}]} for d in deltas]
-    events.append({**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop" if final else "tool_calls"}]})
+    events.append(
+        {**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop" if final else "tool_calls"}]}
+    )
     events.append({**chunk, "choices": [], "usage": usage})
     return "sse", "".join(f"data: {json.dumps(e)}\n\n" for e in events) + "data: [DONE]\n\n"
 
@@ -101,15 +118,30 @@ def _responses(final: bool, stream: bool) -> tuple[str, Any]:
     started = {**response, "status": "in_progress", "output": [], "usage": None}
     events: list[dict[str, Any]] = [{"type": "response.created", "response": started}]
     if final:
-        events.append({"type": "response.output_item.added", "output_index": 0, "item": {**item, "content": []}})
+        events.append(
+            {"type": "response.output_item.added", "output_index": 0, "item": {**item, "content": []}}
+        )
         events += [
-            {"type": "response.output_text.delta", "output_index": 0, "content_index": 0, "item_id": "msg_loop", "delta": d}
+            {
+                "type": "response.output_text.delta",
+                "output_index": 0,
+                "content_index": 0,
+                "item_id": "msg_loop",
+                "delta": d,
+            }
             for d in ("It is sunny", " in Paris.")
         ]
     else:
-        events.append({"type": "response.output_item.added", "output_index": 0, "item": {**item, "arguments": ""}})
+        events.append(
+            {"type": "response.output_item.added", "output_index": 0, "item": {**item, "arguments": ""}}
+        )
         events += [
-            {"type": "response.function_call_arguments.delta", "output_index": 0, "item_id": "fc_loop", "delta": d}
+            {
+                "type": "response.function_call_arguments.delta",
+                "output_index": 0,
+                "item_id": "fc_loop",
+                "delta": d,
+            }
             for d in ('{"city": ', '"Paris"}')
         ]
     events.append({"type": "response.output_item.done", "output_index": 0, "item": item})
@@ -140,26 +172,56 @@ def _messages(final: bool, stream: bool) -> tuple[str, Any]:
     if not stream:
         return "json", message
     events: list[dict[str, Any]] = [
-        {"type": "message_start", "message": {**message, "content": [], "stop_reason": None, "usage": {"input_tokens": 10, "output_tokens": 1}}}
+        {
+            "type": "message_start",
+            "message": {
+                **message,
+                "content": [],
+                "stop_reason": None,
+                "usage": {"input_tokens": 10, "output_tokens": 1},
+            },
+        }
     ]
     if final:
-        events.append({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}})
-        events += [{"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": d}} for d in ("It is sunny", " in Paris.")]
+        events.append(
+            {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}
+        )
+        events += [
+            {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": d}}
+            for d in ("It is sunny", " in Paris.")
+        ]
     else:
         events.append({"type": "content_block_start", "index": 0, "content_block": {**block, "input": {}}})
         events += [
-            {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": d}}
+            {
+                "type": "content_block_delta",
+                "index": 0,
+                "delta": {"type": "input_json_delta", "partial_json": d},
+            }
             for d in ('{"city": ', '"Paris"}')
         ]
     events += [
         {"type": "content_block_stop", "index": 0},
-        {"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None}, "usage": {"output_tokens": 5}},
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": stop, "stop_sequence": None},
+            "usage": {"output_tokens": 5},
+        },
         {"type": "message_stop"},
     ]
     return "sse", "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events)
 
 
 _ROUTES = {"/chat/completions": _chat, "/responses": _responses, "/messages": _messages}
+
+
+def scripted_answer(endpoint: str, *, final: bool, stream: bool) -> dict[str, Any]:
+    """The scripted answer of ``endpoint`` ("/chat/completions", "/responses", "/messages") as a
+    cassette response: the tool call (``final=False``) or the final text, as JSON or as SSE."""
+    kind, payload = _ROUTES[endpoint](final, stream)
+    if kind == "json":
+        return {"status": 200, "content_type": "application/json", "json": payload}
+    return {"status": 200, "content_type": "text/event-stream", "sse": payload}
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -178,7 +240,11 @@ class _Handler(BaseHTTPRequestHandler):
         result = _tool_result(path, body)
         if result is not None and result != WEATHER:
             message = f"expected the tool result {WEATHER!r}, got {result!r}"
-            return self._send(400, "application/json", json.dumps({"error": {"message": message, "type": "invalid_request_error"}}))
+            return self._send(
+                400,
+                "application/json",
+                json.dumps({"error": {"message": message, "type": "invalid_request_error"}}),
+            )
         kind, payload = route(result is not None, bool(body.get("stream")))
         if kind == "json":
             return self._send(200, "application/json", json.dumps(payload))

@@ -87,7 +87,13 @@ def _venv(extra: str) -> Path:
 
 def _clean_env() -> dict[str, str]:
     """This environment without provider keys or URLs (the check must not depend on them)."""
-    drop = {"OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL"}
+    drop = {
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_AUTH_TOKEN",
+        "ANTHROPIC_BASE_URL",
+    }
     return {k: v for k, v in os.environ.items() if k not in drop and k != "PYTHONPATH"}
 
 
@@ -112,7 +118,10 @@ def test_an_extra_installed_alone_at_its_lower_bounds_runs_a_tool_loop(extra: st
     report = json.loads(done.stdout.strip().splitlines()[-1])
     adapters = ("chat", "responses") if extra == "openai" else ("messages",)
     assert report["answers"] == {f"{a}/{mode}": FINAL for a in adapters for mode in ("call", "stream")}
-    assert report["versions"] == {**{p: None for p in ("openai", "anthropic", "httpx2")}, **lower_bounds(extra)}
+    assert report["versions"] == {
+        **{p: None for p in ("openai", "anthropic", "httpx2")},
+        **lower_bounds(extra),
+    }
     assert report["missing_other"] is not None
     assert f"pip install 'advisorchain[{EXTRAS[extra]}]'" in report["missing_other"]
     # Every round of every loop reached the server: two per loop (tool call, then final answer).
