@@ -23,6 +23,7 @@ Importable from ``advisorchain.models.openai`` too. The mapping:
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -135,13 +136,11 @@ class OpenAIResponsesChatModel:
         """A streamed request: text deltas as they come, then one last chunk with the whole function
         calls, the finish reason, usage and the items to send back. Closing the iterator closes
         the response."""
-        from .openai import _sse_data
-
         args = self._create_args(prompt, stream=True)
         assembler = ResponsesStreamAssembler(self.provider)
         try:
             async with self.client.responses.with_streaming_response.create(**args) as response:
-                async for data in _sse_data(response.iter_lines()):
+                async for data in _sse_payloads(response.iter_lines(), self.provider):
                     text = assembler.feed(_checked(data, "a stream event", self.provider))
                     if text:
                         yield assembler.text_chunk(text)
@@ -204,12 +203,31 @@ class OpenAIResponsesChatModel:
         if isinstance(exc, openai.APIConnectionError) and not isinstance(exc, openai.APITimeoutError):
             url = _request_url(exc) or f"{self.client.base_url}responses"
             return ModelError(
-                f"{self.provider} could not connect to {url}: {exc.message} (is the server running and "
-                "is base_url right?)",
+                f"{self.provider} connection failed ({url}): could not connect to {url} ({exc.message}); "
+                "is the server running and is base_url right?",
                 error_type="connection_error",
                 provider=self.provider,
             )
         return _model_error(exc, self.provider)
+
+
+async def _sse_payloads(lines: AsyncIterator[str], provider: str) -> AsyncIterator[object]:
+    """The JSON payloads of an event stream's ``data:`` lines (the event's ``type`` is inside each)."""
+    async for line in lines:
+        if not line.startswith("data:"):
+            continue
+        payload = line[5:].strip()
+        if payload == "[DONE]":
+            return
+        if payload:
+            try:
+                yield json.loads(payload)
+            except ValueError as exc:
+                raise ModelError(
+                    f"{provider}: a stream event is not JSON ({exc}): {payload[:200]!r}",
+                    error_type="invalid_response",
+                    provider=provider,
+                ) from exc
 
 
 def _request_url(exc: openai.APIConnectionError) -> str | None:

@@ -4,6 +4,7 @@ Anthropic alike), an unreachable server is a ModelError naming the URL."""
 
 from __future__ import annotations
 
+import re
 import socket
 import subprocess
 import sys
@@ -110,5 +111,7 @@ async def test_an_unreachable_responses_server_is_a_model_error_naming_the_url_o
     port = _closed_port()
     model = OpenAIResponsesChatModel("m", base_url=f"http://127.0.0.1:{port}/v1", max_retries=0)
 
-    with pytest.raises(ModelError, match=f"could not connect to http://127.0.0.1:{port}/v1/responses"):
+    with pytest.raises(ModelError, match=re.escape(f"http://127.0.0.1:{port}/v1/responses")) as caught:
         _ = [chunk async for chunk in model.stream(Prompt([UserMessage("hi")]))]
+
+    assert caught.value.error_type == "connection_error"

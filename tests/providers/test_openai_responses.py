@@ -415,3 +415,21 @@ def test_a_stream_that_does_not_complete_stores_no_answer_in_memory() -> None:
         list(client.prompt("Tell a story.").options(ChatOptions(max_tokens=16)).stream().content())
 
     assert [m for m in memory.get("default") if isinstance(m, AssistantMessage)] == []
+
+
+async def test_a_stream_event_that_is_not_json_is_a_model_error() -> None:
+    cassette = Cassette(
+        [
+            {
+                "request": {"method": "POST", "path": "/v1/responses"},
+                "response": {"status": 200, "content_type": "text/event-stream", "sse": "data: {oops\n\n"},
+            }
+        ],
+        host="api.openai.com",
+    )
+    model = OpenAIResponsesChatModel("m", client=replay_openai_client(cassette))
+
+    with pytest.raises(ModelError, match="not JSON") as caught:
+        await _collect(model, Prompt([UserMessage("hi")]))
+
+    assert caught.value.error_type == "invalid_response"
