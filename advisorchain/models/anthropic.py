@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from ._extras import missing_extra
+from ._media import anthropic_blocks
 
 try:
     import anthropic
@@ -54,7 +55,6 @@ from ._common import (
     split_sdk_options,
     tool_definitions,
 )
-from ._media import anthropic_blocks
 
 __all__ = ["AnthropicChatModel", "parse_message", "to_anthropic_messages"]
 

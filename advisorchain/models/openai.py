@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from ._extras import missing_extra
+from ._media import openai_chat_parts
 
 try:
     import httpx2
@@ -51,7 +52,6 @@ from ._common import (
     split_sdk_options,
     tool_definitions,
 )
-from ._media import openai_chat_parts
 
 __all__ = ["OpenAIChatModel", "OpenAIResponsesChatModel", "parse_completion", "to_openai_messages"]
 
