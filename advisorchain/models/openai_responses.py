@@ -238,20 +238,26 @@ def _request_url(exc: openai.APIConnectionError) -> str | None:
 
 
 def _checked(data: object, what: str, provider: str) -> dict[str, Any]:
-    """``data`` when it is a JSON object without an error; otherwise a ModelError."""
+    """``data`` when it is a JSON object that is not an error; otherwise a ModelError."""
     if not isinstance(data, dict):
         raise ModelError(
             f"{provider} sent {what} that is not a JSON object: {str(data)[:200]!r}", provider=provider
         )
-    error = data.get("error")
-    if data.get("type") == "error" or (error is not None and data.get("type") is None):
-        raise error_from_body(
-            error if isinstance(error, dict) else data,
-            provider=provider,
-            status_code=None,
-            fallback=f"error in {what}",
-        )
+    if data.get("type") == "error" or (data.get("error") is not None and data.get("type") is None):
+        raise _api_error(data, provider, f"error in {what}")
     return data
+
+
+# The HTTP status an error code stands for, for errors that arrive inside a 200 answer or stream
+# (so that RetryChatModel treats them as it treats the same failure sent as an HTTP error).
+_STATUS_BY_CODE = {"rate_limit_exceeded": 429, "server_error": 500, "server_is_overloaded": 503}
+
+
+def _api_error(body: Mapping[str, Any], provider: str, fallback: str) -> ModelError:
+    """The ModelError for an error object: an ``error`` event, a failed response, an error body."""
+    error = as_dict(body.get("error")) or {k: v for k, v in body.items() if k != "type"}
+    code = as_str(error.get("code")) or as_str(error.get("type")) or ""
+    return error_from_body(error, provider=provider, status_code=_STATUS_BY_CODE.get(code), fallback=fallback)
 
 
 def _json_schema_format(schema: Mapping[str, Any]) -> dict[str, Any]:
@@ -357,15 +363,12 @@ def _check_status(data: Mapping[str, Any], provider: str) -> None:
     if status in (None, "completed"):
         return
     if status == "failed" or data.get("error"):
-        error = as_dict(data.get("error"))
-        raise error_from_body(
-            error or dict(data), provider=provider, status_code=None, fallback="the response failed"
-        )
+        raise _api_error(data, provider, f"the response failed (status {status!r})")
     reason = as_str(as_dict(data.get("incomplete_details")).get("reason")) or "no reason given"
     raise ModelError(
-        f"{provider} did not complete the response (status {status!r}, reason {reason!r}); nothing of it "
-        "is used" + (": raise max_tokens" if reason == "max_output_tokens" else ""),
-        error_type=status,
+        f"{provider} did not complete the response (status {status!r}, reason {reason!r}); the partial "
+        "answer was discarded" + (": raise max_tokens" if reason == "max_output_tokens" else ""),
+        error_type="incomplete_answer",
         provider=provider,
         body=dict(data),
     )
@@ -500,8 +503,8 @@ class ResponsesStreamAssembler:
         if not self.done:
             raise ModelError(
                 f"{self.provider} stream ended before response.completed: the answer is incomplete "
-                "and nothing of it is used",
-                error_type="incomplete_stream",
+                "and the partial answer was discarded",
+                error_type="incomplete_answer",
                 provider=self.provider,
             )
         items = [self._whole(index, self.items[index]) for index in sorted(self.items)]

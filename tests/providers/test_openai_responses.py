@@ -374,7 +374,7 @@ async def test_an_incomplete_blocking_answer_is_a_model_error_naming_the_reason(
     with pytest.raises(ModelError, match="max_output_tokens") as caught:
         await model.call(Prompt([UserMessage("Tell a story.")], ChatOptions(max_tokens=16)))
 
-    assert caught.value.error_type == "incomplete"
+    assert caught.value.error_type == "incomplete_answer"
 
 
 @pytest.mark.parametrize(
@@ -402,6 +402,25 @@ async def test_a_stream_that_does_not_complete_is_a_model_error(
     with pytest.raises(ModelError, match=message):
         await _collect(model, prompt)
     assert cassette.open_streams == 0
+
+
+@pytest.mark.parametrize(
+    ("fixture", "status", "error_type"),
+    [
+        ("responses_stream_failed.json", 500, "server_error"),
+        ("responses_stream_error_event.json", 429, "rate_limit_exceeded"),
+        ("responses_stream_truncated.json", None, "incomplete_answer"),
+    ],
+)
+async def test_a_failed_stream_reports_the_status_its_error_code_stands_for(
+    fixture: str, status: int | None, error_type: str
+) -> None:
+    model, _ = _replay(fixture)
+
+    with pytest.raises(ModelError) as caught:
+        await _collect(model, Prompt([UserMessage("Weather in Paris?")], _tools()))
+
+    assert (caught.value.status_code, caught.value.error_type) == (status, error_type)
 
 
 def test_a_stream_that_does_not_complete_stores_no_answer_in_memory() -> None:
