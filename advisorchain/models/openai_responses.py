@@ -150,7 +150,7 @@ class OpenAIResponsesChatModel:
             raise self._error(exc) from exc
         except httpx2.TransportError as exc:  # the connection broke mid-stream
             raise ModelError(
-                f"{self.provider} connection failed mid-stream: {exc}",
+                f"{self.provider} connection failed mid-stream ({self._endpoint()}): {exc}",
                 error_type="connection_error",
                 provider=self.provider,
             ) from exc
@@ -197,11 +197,14 @@ class OpenAIResponsesChatModel:
         body, sdk_options = split_sdk_options(self._params(prompt))
         return {"stream": stream, "extra_body": body, **sdk_options}
 
+    def _endpoint(self) -> str:
+        return str(self.client.base_url).rstrip("/") + "/responses"
+
     def _error(self, exc: openai.OpenAIError) -> ModelError:
         from .openai import _model_error
 
         if isinstance(exc, openai.APIConnectionError) and not isinstance(exc, openai.APITimeoutError):
-            url = _request_url(exc) or f"{self.client.base_url}responses"
+            url = _request_url(exc) or self._endpoint()
             return ModelError(
                 f"{self.provider} connection failed ({url}): could not connect to {url} ({exc.message}); "
                 "is the server running and is base_url right?",

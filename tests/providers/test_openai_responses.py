@@ -452,3 +452,28 @@ async def test_a_stream_event_that_is_not_json_is_a_model_error() -> None:
         await _collect(model, Prompt([UserMessage("hi")]))
 
     assert caught.value.error_type == "invalid_response"
+
+
+async def test_a_connection_lost_mid_stream_is_a_model_error_naming_the_url() -> None:
+    import httpx2
+    import openai
+
+    class Lost(httpx2.AsyncByteStream):
+        async def __aiter__(self) -> Any:
+            yield b'event: response.created\ndata: {"type":"response.created","response":{"id":"r"}}\n\n'
+            raise httpx2.ReadError("connection reset by peer")
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(200, headers={"content-type": "text/event-stream"}, stream=Lost())
+
+    client = openai.AsyncOpenAI(
+        api_key="k",
+        base_url="https://api.example.com/v1",
+        http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(handler)),
+    )
+    model = OpenAIResponsesChatModel("m", client=client)
+
+    with pytest.raises(ModelError, match=r"mid-stream \(https://api.example.com/v1/responses\)") as caught:
+        await _collect(model, Prompt([UserMessage("hi")]))
+
+    assert caught.value.error_type == "connection_error"
