@@ -6,7 +6,7 @@ import advisorchain
 
 # Every name API.md promises at the top level.
 _CONTRACT = """
-ToolCall SystemMessage UserMessage AssistantMessage ToolResponse ToolResponseMessage MessageType
+ToolCall SystemMessage UserMessage AssistantMessage ToolResponse ToolResponseMessage MessageType Media
 message_to_dict message_from_dict ChatOptions Prompt Usage Generation ChatResponse ChatResponseMetadata
 ChatModel ChatClientMessageAggregator Ordered ChatClientRequest ChatClientResponse CallAdvisor StreamAdvisor
 BaseAdvisor ToolAdvisor MemoryAdvisor CallAdvisorChain StreamAdvisorChain AdvisorParams ChatClient
@@ -15,7 +15,7 @@ ModelError ChainConfigurationError FunctionChatModel ScriptedChatModel ToolDefin
 ToolContext ChatMemory ChatMemoryRepository tool tool_callbacks ToolCallingManager ToolExecutionResult
 ToolCallingAdvisor StructuredOutputValidationAdvisor MessageChatMemoryAdvisor MessageWindowChatMemory
 InMemoryChatMemoryRepository SQLiteChatMemoryRepository PostgresChatMemoryRepository RedisChatMemoryRepository
-TodoTools TodoItem TodoReminderAdvisor ToolSearchToolCallingAdvisor SimpleLoggerAdvisor Media
+TodoTools TodoItem TodoReminderAdvisor ToolSearchToolCallingAdvisor SimpleLoggerAdvisor
 """
 
 # Names API.md places in each submodule.
