@@ -52,6 +52,7 @@ from .memory import (
 )
 from .messages import (
     AssistantMessage,
+    Media,
     Message,
     MessageType,
     SystemMessage,
@@ -125,6 +126,7 @@ __all__ = [
     "InMemoryChatMemoryRepository",
     "InvalidToolArgumentsError",
     "MaxIterationsExceeded",
+    "Media",
     "MemoryAdvisor",
     "Message",
     "MessageChatMemoryAdvisor",

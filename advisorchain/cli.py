@@ -1,7 +1,7 @@
 """The command line: ``advisorchain demo`` runs an agent through the whole chain.
 
-Offline by default (a scripted model plays the LLM, so it needs no key); ``--provider openai``
-or ``--provider anthropic`` runs the same agent on a real model (key from the environment).
+Offline by default (a scripted model plays the LLM, so it needs no key); ``--provider openai``,
+``openai-responses`` or ``anthropic`` runs the same agent on a real model (key from the environment).
 """
 
 from __future__ import annotations
@@ -83,6 +83,10 @@ def _real_model(provider: str, model: str | None) -> ChatModel:
         from .models.openai import OpenAIChatModel
 
         return OpenAIChatModel(model or "gpt-4o-mini")
+    if provider == "openai-responses":
+        from .models.openai import OpenAIResponsesChatModel
+
+        return OpenAIResponsesChatModel(model or "gpt-5-mini")
     from .models.anthropic import AnthropicChatModel
 
     return AnthropicChatModel(model or "claude-haiku-4-5")
@@ -190,7 +194,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="advisorchain", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="run an agent through the whole advisor chain")
-    demo.add_argument("--provider", choices=["scripted", "openai", "anthropic"], default="scripted")
+    demo.add_argument(
+        "--provider", choices=["scripted", "openai", "openai-responses", "anthropic"], default="scripted"
+    )
     demo.add_argument("--model", help="model name for a real provider")
     demo.add_argument("--stream", action="store_true", help="stream the first answer")
     demo.add_argument("--db", type=Path, help="SQLite file for the conversation (default: a temp dir)")

@@ -6,6 +6,8 @@ tuples are stored, and any mapping for ``metadata`` (copied into a plain dict).
 
 from __future__ import annotations
 
+import base64
+import binascii
 import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -13,6 +15,7 @@ from typing import Any, TypeAlias
 
 __all__ = [
     "AssistantMessage",
+    "Media",
     "Message",
     "MessageType",
     "SystemMessage",
@@ -62,15 +65,76 @@ class SystemMessage:
         return MessageType.SYSTEM
 
 
+@dataclass(frozen=True, slots=True, repr=False)
+class Media:
+    """An image, document or sound attached to a user message: its MIME type and either the bytes
+    (``data``) or a URL the provider fetches (``url``) — exactly one of the two.
+
+    >>> Media("image/png", data=Path("chart.png").read_bytes())
+    >>> Media("application/pdf", url="https://example.com/report.pdf")
+    """
+
+    mime_type: str
+    data: bytes | None = None
+    url: str | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.mime_type, str) or "/" not in self.mime_type.strip("/ "):
+            raise ValueError(
+                f"Media needs a MIME type such as 'image/png' or 'application/pdf', got {self.mime_type!r}"
+            )
+        object.__setattr__(self, "mime_type", self.mime_type.strip().lower())
+        if (self.data is None) == (self.url is None):
+            raise ValueError(
+                "Media takes exactly one of data= (the bytes) or url= (a link the provider fetches), "
+                f"got {'both' if self.data is not None else 'neither'} for {self.mime_type!r}"
+            )
+        if self.data is not None:
+            if not isinstance(self.data, bytes | bytearray | memoryview):
+                raise ValueError(
+                    f"Media data must be bytes, got {type(self.data).__name__} for {self.mime_type!r}; "
+                    "read files with Path(...).read_bytes()"
+                )
+            object.__setattr__(self, "data", bytes(self.data))
+        elif not isinstance(self.url, str) or not self.url.strip():
+            raise ValueError(f"Media url must be a non-empty str, got {self.url!r}")
+
+    def __repr__(self) -> str:
+        where = f"url={self.url!r}" if self.url is not None else f"data=<{len(self.data or b'')} bytes>"
+        return f"Media({self.mime_type!r}, {where})"
+
+    @property
+    def base64_text(self) -> str:
+        """The bytes as base64 text ('' for a URL medium)."""
+        return base64.b64encode(self.data).decode("ascii") if self.data is not None else ""
+
+    def data_url(self) -> str:
+        """A ``data:`` URL for the bytes, or the medium's own URL."""
+        if self.url is not None:
+            return self.url
+        return f"data:{self.mime_type};base64,{self.base64_text}"
+
+
 @dataclass(frozen=True, slots=True)
 class UserMessage:
-    """What the user said."""
+    """What the user said, with any images or documents attached as ``media``."""
 
     text: str
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    media: Sequence[Media] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "metadata", _frozen_dict(self.metadata))
+        if type(self.media) is not tuple:
+            if isinstance(self.media, Media):
+                raise TypeError("UserMessage media must be a sequence of Media: pass media=[Media(...)]")
+            object.__setattr__(self, "media", tuple(self.media))
+        for item in self.media:
+            if not isinstance(item, Media):
+                raise TypeError(
+                    f"UserMessage media must hold Media objects, got {item!r}; "
+                    "wrap it as Media(mime_type, data=... or url=...)"
+                )
 
     @property
     def type(self) -> MessageType:
@@ -147,9 +211,32 @@ def message_to_dict(message: Message) -> dict[str, Any]:
             ],
             "metadata": dict(message.metadata),
         }
-    if isinstance(message, SystemMessage | UserMessage):
-        return {"type": message.type.value, "text": message.text, "metadata": dict(message.metadata)}
+    if isinstance(message, UserMessage):
+        data: dict[str, Any] = {"type": "user", "text": message.text, "metadata": dict(message.metadata)}
+        if message.media:
+            data["media"] = [_media_to_dict(m) for m in message.media]
+        return data
+    if isinstance(message, SystemMessage):
+        return {"type": "system", "text": message.text, "metadata": dict(message.metadata)}
     raise TypeError(f"not a message: {message!r}")
+
+
+def _media_to_dict(media: Media) -> dict[str, Any]:
+    if media.url is not None:
+        return {"mime_type": media.mime_type, "url": media.url}
+    return {"mime_type": media.mime_type, "data": media.base64_text}
+
+
+def _media_from_dict(data: Any) -> Media:
+    mime_type = _field(data, "mime_type", str, "media")
+    if data.get("url") is not None:
+        return Media(mime_type, url=_field(data, "url", str, "media"))
+    encoded = _field(data, "data", str, "media")
+    try:
+        raw = base64.b64decode(encoded, validate=True)
+    except binascii.Error as exc:
+        raise ValueError(f"media {mime_type!r}: field 'data' is not base64 ({exc})") from exc
+    return Media(mime_type, data=raw)
 
 
 def _field(data: Any, key: str, kind: type | tuple[type, ...], what: str) -> Any:
@@ -176,7 +263,12 @@ def message_from_dict(data: Mapping[str, Any]) -> Message:
         raise ValueError(f"message metadata must be an object, got {metadata!r}")
     what = f"{kind} message"
     if kind == "user":
-        return UserMessage(_field(data, "text", str, what), metadata)
+        media = data.get("media") or []
+        if not isinstance(media, list):
+            raise ValueError(f"user message: field 'media' must be a list, got {media!r}")
+        return UserMessage(
+            _field(data, "text", str, what), metadata, tuple(_media_from_dict(m) for m in media)
+        )
     if kind == "system":
         return SystemMessage(_field(data, "text", str, what), metadata)
     if kind == "assistant":

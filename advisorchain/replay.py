@@ -110,9 +110,10 @@ class Cassette:
 
     @property
     def base_path(self) -> str:
-        """The recorded path prefix before the endpoint (``/openai/v1`` for Groq, ``""`` for Anthropic)."""
+        """The recorded path prefix before the endpoint (``/openai/v1`` for Groq, ``""`` for Anthropic,
+        ``/v1`` for OpenAI's Responses API)."""
         path = str(self.interactions[0]["request"]["path"])
-        for endpoint in ("/chat/completions", "/v1/messages"):
+        for endpoint in ("/chat/completions", "/responses", "/v1/messages"):
             if path.endswith(endpoint):
                 return path[: -len(endpoint)]
         return path

@@ -6,7 +6,7 @@ import advisorchain
 
 # Every name API.md promises at the top level.
 _CONTRACT = """
-ToolCall SystemMessage UserMessage AssistantMessage ToolResponse ToolResponseMessage MessageType
+ToolCall SystemMessage UserMessage AssistantMessage ToolResponse ToolResponseMessage MessageType Media
 message_to_dict message_from_dict ChatOptions Prompt Usage Generation ChatResponse ChatResponseMetadata
 ChatModel ChatClientMessageAggregator Ordered ChatClientRequest ChatClientResponse CallAdvisor StreamAdvisor
 BaseAdvisor ToolAdvisor MemoryAdvisor CallAdvisorChain StreamAdvisorChain AdvisorParams ChatClient
@@ -30,7 +30,7 @@ _SECTIONS = {
     "ToolCallingManager ToolExecutionResult Approved Denied",
     "advisorchain.memory": "ChatMemory ChatMemoryRepository MessageWindowChatMemory InMemoryChatMemoryRepository "
     "SQLiteChatMemoryRepository PostgresChatMemoryRepository RedisChatMemoryRepository",
-    "advisorchain.models.openai": "OpenAIChatModel",
+    "advisorchain.models.openai": "OpenAIChatModel OpenAIResponsesChatModel",
     "advisorchain.models.anthropic": "AnthropicChatModel",
     "advisorchain.testing": "FunctionChatModel ScriptedChatModel",
     "advisorchain.errors": "AdvisorChainError ToolExecutionError ToolCallLimitExceeded MaxIterationsExceeded "

@@ -24,8 +24,14 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-import anthropic
-import httpx2
+from ._extras import missing_extra
+from ._media import anthropic_blocks
+
+try:
+    import anthropic
+    import httpx2
+except ImportError as _exc:
+    raise missing_extra(__name__, "anthropic", _exc) from _exc
 
 from .._checks import check_int
 from ..errors import ModelError
@@ -54,6 +60,7 @@ from ._common import (
 __all__ = ["AnthropicChatModel", "parse_message", "to_anthropic_messages"]
 
 DEFAULT_MAX_TOKENS = 4096
+_LOCAL_SERVER_KEY = "unused"
 
 STOP_REASONS: Mapping[str, str] = {
     "end_turn": "stop",
@@ -203,6 +210,15 @@ def _build_client(
 ) -> anthropic.AsyncAnthropic:
     kwargs: dict[str, Any] = {}
     key = api_key if api_key is not None else os.environ.get("ANTHROPIC_API_KEY")
+    has_token = bool(os.environ.get("ANTHROPIC_AUTH_TOKEN"))
+    if key is None and base_url is not None and not has_token:
+        key = _LOCAL_SERVER_KEY  # a local Anthropic-compatible server needs none; the SDK wants one
+    if key is None and not has_token:
+        raise ModelError(
+            "AnthropicChatModel has no API key: set ANTHROPIC_API_KEY in the environment, pass "
+            "api_key=..., or pass a ready anthropic.AsyncAnthropic as client=",
+            provider="anthropic",
+        )
     if key is not None:
         kwargs["api_key"] = key
     if base_url is not None:
@@ -267,7 +283,8 @@ def to_anthropic_messages(
 
 def _turn(message: Message) -> tuple[str, list[dict[str, Any]]]:
     if isinstance(message, UserMessage):
-        return "user", [{"type": "text", "text": message.text}]
+        text = [{"type": "text", "text": message.text}] if message.text or not message.media else []
+        return "user", [*anthropic_blocks(message.media), *text]
     if isinstance(message, AssistantMessage):
         return "assistant", _assistant_blocks(message)
     if isinstance(message, ToolResponseMessage):

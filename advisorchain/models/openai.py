@@ -20,8 +20,14 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-import httpx2
-import openai
+from ._extras import missing_extra
+from ._media import openai_chat_parts
+
+try:
+    import httpx2
+    import openai
+except ImportError as _exc:
+    raise missing_extra(__name__, "openai", _exc) from _exc
 
 from ..errors import ModelError
 from ..messages import (
@@ -47,7 +53,7 @@ from ._common import (
     tool_definitions,
 )
 
-__all__ = ["OpenAIChatModel", "parse_completion", "to_openai_messages"]
+__all__ = ["OpenAIChatModel", "OpenAIResponsesChatModel", "parse_completion", "to_openai_messages"]
 
 _REASONING_FIELDS = ("reasoning_content", "reasoning")
 _LOCAL_SERVER_KEY = "unused"
@@ -271,7 +277,7 @@ def to_openai_messages(messages: Sequence[Message], *, replay_reasoning: bool = 
         if isinstance(message, SystemMessage):
             wire.append({"role": "system", "content": message.text})
         elif isinstance(message, UserMessage):
-            wire.append({"role": "user", "content": message.text})
+            wire.append({"role": "user", "content": _user_content(message)})
         elif isinstance(message, AssistantMessage):
             wire.append(_assistant_param(message, replay_reasoning))
         elif isinstance(message, ToolResponseMessage):
@@ -281,6 +287,13 @@ def to_openai_messages(messages: Sequence[Message], *, replay_reasoning: bool = 
         else:
             raise TypeError(f"cannot send {message!r} to a chat model: it is not a Message")
     return wire
+
+
+def _user_content(message: UserMessage) -> str | list[dict[str, Any]]:
+    if not message.media:
+        return message.text
+    text = [{"type": "text", "text": message.text}] if message.text else []
+    return [*text, *openai_chat_parts(message.media)]
 
 
 def _assistant_param(message: AssistantMessage, replay_reasoning: bool) -> dict[str, Any]:
@@ -442,3 +455,8 @@ class StreamAssembler:
         return ChatResponse(
             (Generation(AssistantMessage(None, calls, metadata), finish),), self._metadata(finish)
         )
+
+
+# The Responses API adapter lives in its own module and is importable from here too (API.md §8). It
+# imports this module's helpers lazily, so either module can be imported first.
+from .openai_responses import OpenAIResponsesChatModel  # noqa: E402

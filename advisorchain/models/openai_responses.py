@@ -1,0 +1,523 @@
+"""OpenAI's Responses API (``POST /v1/responses``) over the official ``openai`` SDK.
+
+>>> model = OpenAIResponsesChatModel("gpt-5-mini")               # key from OPENAI_API_KEY
+
+Importable from ``advisorchain.models.openai`` too. The mapping:
+
+* System, user, assistant and tool messages become ``input`` items: role messages, one
+  ``function_call`` item per ToolCall (its ``call_id`` is the ToolCall id) and one
+  ``function_call_output`` item per ToolResponse. Media of a user message become ``input_image`` /
+  ``input_file`` parts.
+* Tools are ``{"type": "function", ...}`` entries (``strict: false``: the API's strict default
+  would reject ordinary schemas); ``ChatOptions.output_schema`` becomes ``text.format`` with a
+  native JSON schema; ``max_tokens`` is ``max_output_tokens``.
+* Output items that are not plain text or function calls (``reasoning`` above all) are kept, in
+  order, in ``AssistantMessage.metadata["openai_output"]`` and sent back with that message on
+  the next request, so reasoning carries across the rounds of a tool loop. The reasoning summary
+  text is also in ``metadata["reasoning"]``. For stateless use (``store=False``) ask for the
+  encrypted reasoning: ``OpenAIResponsesChatModel(..., store=False,
+  include=["reasoning.encrypted_content"])``.
+* An answer the API did not complete — status ``incomplete`` or ``failed``, a stream that ends
+  without ``response.completed`` — is a ModelError, never a short answer.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ._extras import missing_extra
+
+try:
+    import httpx2
+    import openai
+except ImportError as _exc:
+    raise missing_extra(__name__, "openai", _exc) from _exc
+
+from ..errors import ModelError
+from ..messages import (
+    AssistantMessage,
+    Message,
+    SystemMessage,
+    ToolCall,
+    ToolResponseMessage,
+    UserMessage,
+)
+from ..model import ChatResponse, ChatResponseMetadata, Generation, Prompt, Usage
+from ._common import (
+    as_dict,
+    as_int,
+    as_list,
+    as_str,
+    error_from_body,
+    finish_reason_or_default,
+    layer_params,
+    new_tool_call_id,
+    option_params,
+    split_sdk_options,
+    tool_definitions,
+)
+from ._media import responses_parts
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+__all__ = ["OpenAIResponsesChatModel", "ResponsesStreamAssembler", "parse_response", "to_responses_input"]
+
+STORED_OUTPUT_KEY = "openai_output"
+"""The ``AssistantMessage.metadata`` key holding the output items sent back on the next request."""
+
+# The fields an output item may carry back as an input item, per item type.
+_REQUEST_FIELDS = {
+    "reasoning": ("type", "id", "summary", "encrypted_content", "content"),
+    "message": ("type", "id", "role", "content", "status"),
+    "function_call": ("type", "id", "call_id", "name", "arguments"),
+}
+_PLAIN_TYPES = ("message", "function_call")
+
+
+class OpenAIResponsesChatModel:
+    """A ChatModel for OpenAI's Responses API: tools, streaming, native structured output, and
+    reasoning items carried across the rounds of a tool loop.
+
+    Construction is that of ``OpenAIChatModel``: a ready ``openai.AsyncOpenAI`` as ``client``, or
+    one built from ``base_url`` / ``api_key`` (``OPENAI_API_KEY`` otherwise) with ``max_retries``.
+    ``**defaults`` are request fields sent with every call (``reasoning={"effort": "low"}``,
+    ``store=False``, ``extra_headers={...}``...); ``ChatOptions`` override them and
+    ``ChatOptions.extra`` overrides both; ``None`` removes a field.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        client: openai.AsyncOpenAI | None = None,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        *,
+        max_retries: int | None = None,
+        provider_name: str = "openai",
+        **defaults: Any,
+    ) -> None:
+        from .openai import _build_client
+
+        if not isinstance(model, str) or not model.strip():
+            raise ValueError(f"OpenAIResponsesChatModel needs a model name, got {model!r}")
+        if client is not None and (base_url is not None or api_key is not None or max_retries is not None):
+            raise ValueError(
+                "OpenAIResponsesChatModel takes either a ready `client` or `base_url`/`api_key`/"
+                "`max_retries` to build one, not both; configure the client you pass instead"
+            )
+        self.model_name = model
+        self.provider = provider_name
+        self.defaults: dict[str, Any] = dict(defaults)
+        self.client = client if client is not None else _build_client(base_url, api_key, max_retries)
+
+    def __repr__(self) -> str:
+        return f"OpenAIResponsesChatModel({self.model_name!r}, provider={self.provider!r})"
+
+    async def call(self, prompt: Prompt) -> ChatResponse:
+        """One Responses request; the whole answer as a ChatResponse."""
+        args = self._create_args(prompt, stream=False)
+        try:
+            raw = await self.client.responses.with_raw_response.create(**args)
+        except openai.OpenAIError as exc:
+            raise self._error(exc) from exc
+        try:
+            body = raw.http_response.json()
+        except ValueError as exc:
+            raise ModelError(
+                f"{self.provider} answered with a body that is not JSON: {exc}", provider=self.provider
+            ) from exc
+        return parse_response(_checked(body, "the response body", self.provider), self.provider)
+
+    async def stream(self, prompt: Prompt) -> AsyncIterator[ChatResponse]:
+        """A streamed request: text deltas as they come, then one last chunk with the whole function
+        calls, the finish reason, usage and the items to send back. Closing the iterator closes
+        the response."""
+        args = self._create_args(prompt, stream=True)
+        assembler = ResponsesStreamAssembler(self.provider)
+        try:
+            async with self.client.responses.with_streaming_response.create(**args) as response:
+                async for data in _sse_payloads(response.iter_lines(), self.provider):
+                    text = assembler.feed(_checked(data, "a stream event", self.provider))
+                    if text:
+                        yield assembler.text_chunk(text)
+                    if assembler.done:
+                        break
+        except openai.OpenAIError as exc:
+            raise self._error(exc) from exc
+        except httpx2.TransportError as exc:  # the connection broke mid-stream
+            raise ModelError(
+                f"{self.provider} connection failed mid-stream ({self._endpoint()}): {exc}",
+                error_type="connection_error",
+                provider=self.provider,
+            ) from exc
+        yield assembler.final()
+
+    def request_body(self, prompt: Prompt, *, stream: bool = False) -> dict[str, Any]:
+        """The JSON body this model sends for ``prompt`` (SDK options such as headers left out)."""
+        body, _ = split_sdk_options(self._params(prompt))
+        return {**body, "stream": stream}
+
+    def _params(self, prompt: Prompt) -> dict[str, Any]:
+        base: dict[str, Any] = {"model": self.model_name, "input": to_responses_input(prompt.instructions)}
+        request = option_params(prompt, max_tokens_key="max_output_tokens", stop_key="stop")
+        if "stop" in request:
+            raise ModelError(
+                f"the Responses API has no stop sequences, got stop={request['stop']!r}; leave "
+                "ChatOptions.stop unset or use OpenAIChatModel (Chat Completions)",
+                error_type="unsupported_option",
+                provider=self.provider,
+            )
+        tools = [
+            {
+                "type": "function",
+                "name": d.name,
+                "description": d.description,
+                "parameters": dict(d.input_schema),
+                "strict": False,
+            }
+            for d in tool_definitions(prompt.options)
+        ]
+        if tools:
+            request["tools"] = tools
+        options = prompt.options
+        if options is not None and options.output_schema is not None:
+            request["text"] = {"format": _json_schema_format(options.output_schema)}
+        extra = dict(options.extra) if options is not None else {}
+        params = layer_params(base, self.defaults, request, extra)
+        params.pop("stream", None)
+        return {k: v for k, v in params.items() if v is not None}
+
+    def _create_args(self, prompt: Prompt, stream: bool) -> dict[str, Any]:
+        # The body travels in extra_body as is (no TypedDict transform of every input item per
+        # request); the answer is read raw. HTTP errors and retries stay the SDK's.
+        body, sdk_options = split_sdk_options(self._params(prompt))
+        return {"stream": stream, "extra_body": body, **sdk_options}
+
+    def _endpoint(self) -> str:
+        return str(self.client.base_url).rstrip("/") + "/responses"
+
+    def _error(self, exc: openai.OpenAIError) -> ModelError:
+        from .openai import _model_error
+
+        if isinstance(exc, openai.APIConnectionError) and not isinstance(exc, openai.APITimeoutError):
+            url = _request_url(exc) or self._endpoint()
+            return ModelError(
+                f"{self.provider} connection failed ({url}): could not connect to {url} ({exc.message}); "
+                "is the server running and is base_url right?",
+                error_type="connection_error",
+                provider=self.provider,
+            )
+        return _model_error(exc, self.provider)
+
+
+async def _sse_payloads(lines: AsyncIterator[str], provider: str) -> AsyncIterator[object]:
+    """The JSON payloads of an event stream's ``data:`` lines (the event's ``type`` is inside each)."""
+    async for line in lines:
+        if not line.startswith("data:"):
+            continue
+        payload = line[5:].strip()
+        if payload == "[DONE]":
+            return
+        if payload:
+            try:
+                yield json.loads(payload)
+            except ValueError as exc:
+                raise ModelError(
+                    f"{provider}: a stream event is not JSON ({exc}): {payload[:200]!r}",
+                    error_type="invalid_response",
+                    provider=provider,
+                ) from exc
+
+
+def _request_url(exc: openai.APIConnectionError) -> str | None:
+    try:
+        return str(exc.request.url)
+    except (AttributeError, RuntimeError):
+        return None
+
+
+def _checked(data: object, what: str, provider: str) -> dict[str, Any]:
+    """``data`` when it is a JSON object that is not an error; otherwise a ModelError."""
+    if not isinstance(data, dict):
+        raise ModelError(
+            f"{provider} sent {what} that is not a JSON object: {str(data)[:200]!r}", provider=provider
+        )
+    if data.get("type") == "error" or (data.get("error") is not None and data.get("type") is None):
+        raise _api_error(data, provider, f"error in {what}")
+    return data
+
+
+# The HTTP status an error code stands for, for errors that arrive inside a 200 answer or stream
+# (so that RetryChatModel treats them as it treats the same failure sent as an HTTP error).
+_STATUS_BY_CODE = {"rate_limit_exceeded": 429, "server_error": 500, "server_is_overloaded": 503}
+
+
+def _api_error(body: Mapping[str, Any], provider: str, fallback: str) -> ModelError:
+    """The ModelError for an error object: an ``error`` event, a failed response, an error body."""
+    error = as_dict(body.get("error")) or {k: v for k, v in body.items() if k != "type"}
+    code = as_str(error.get("code")) or as_str(error.get("type")) or ""
+    return error_from_body(error, provider=provider, status_code=_STATUS_BY_CODE.get(code), fallback=fallback)
+
+
+def _json_schema_format(schema: Mapping[str, Any]) -> dict[str, Any]:
+    title = schema.get("title")
+    name = "".join(c for c in title if c.isalnum() or c in "_-")[:64] if isinstance(title, str) else ""
+    return {"type": "json_schema", "name": name or "result", "schema": dict(schema), "strict": False}
+
+
+# -- request ---------------------------------------------------------------------------------------
+
+
+def to_responses_input(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    """Responses API ``input`` items for ``messages``."""
+    items: list[dict[str, Any]] = []
+    for message in messages:
+        if isinstance(message, SystemMessage):
+            items.append({"role": "system", "content": message.text})
+        elif isinstance(message, UserMessage):
+            items.append({"role": "user", "content": _user_content(message)})
+        elif isinstance(message, AssistantMessage):
+            items.extend(_assistant_items(message))
+        elif isinstance(message, ToolResponseMessage):
+            items.extend(
+                {"type": "function_call_output", "call_id": r.id, "output": r.response_data}
+                for r in message.responses
+            )
+        else:
+            raise TypeError(f"cannot send {message!r} to a chat model: it is not a Message")
+    return items
+
+
+def _user_content(message: UserMessage) -> str | list[dict[str, Any]]:
+    if not message.media:
+        return message.text
+    text = [{"type": "input_text", "text": message.text}] if message.text else []
+    return [*text, *responses_parts(message.media)]
+
+
+def _assistant_items(message: AssistantMessage) -> list[dict[str, Any]]:
+    stored = [as_dict(item) for item in as_list(message.metadata.get(STORED_OUTPUT_KEY))]
+    if stored and _items_match(stored, message):
+        return [_request_item(item) for item in stored]
+    # Changed after it was parsed (or never had stored items): the reasoning first, then the
+    # message's own text and calls.
+    items = [_request_item(item) for item in stored if item.get("type") == "reasoning"]
+    if message.text:
+        items.append({"role": "assistant", "content": message.text})
+    items.extend(
+        {"type": "function_call", "call_id": c.id, "name": c.name, "arguments": c.arguments}
+        for c in message.tool_calls
+    )
+    return items
+
+
+def _items_match(items: list[dict[str, Any]], message: AssistantMessage) -> bool:
+    calls = [_tool_call(item) for item in items if item.get("type") == "function_call"]
+    return _output_text(items) == (message.text or None) and calls == list(message.tool_calls)
+
+
+def _request_item(item: Mapping[str, Any]) -> dict[str, Any]:
+    keep = _REQUEST_FIELDS.get(as_str(item.get("type")) or "")
+    if keep is None:
+        return {k: v for k, v in item.items() if v is not None}
+    result = {k: item[k] for k in keep if item.get(k) is not None}
+    if result.get("type") == "message":
+        result["content"] = [_request_part(as_dict(p)) for p in as_list(result.get("content"))]
+    return result
+
+
+def _request_part(part: Mapping[str, Any]) -> dict[str, Any]:
+    if part.get("type") == "output_text":
+        return {
+            "type": "output_text",
+            "text": part.get("text") or "",
+            "annotations": part.get("annotations") or [],
+        }
+    return {k: v for k, v in part.items() if v is not None}
+
+
+# -- response --------------------------------------------------------------------------------------
+
+
+def parse_response(data: Mapping[str, Any], provider: str = "openai") -> ChatResponse:
+    """A ChatResponse from a Responses API response object; an incomplete or failed one is a
+    ModelError."""
+    _check_status(data, provider)
+    items = [as_dict(item) for item in as_list(data.get("output"))]
+    message = assistant_message(items)
+    finish = finish_reason_or_default(None, message.has_tool_calls())
+    return ChatResponse(
+        (Generation(message, finish),),
+        ChatResponseMetadata(
+            id=as_str(data.get("id")) or None,
+            model=as_str(data.get("model")) or None,
+            usage=parse_usage(data.get("usage")),
+            finish_reason=finish,
+        ),
+    )
+
+
+def _check_status(data: Mapping[str, Any], provider: str) -> None:
+    status = as_str(data.get("status"))
+    if status in (None, "completed"):
+        return
+    if status == "failed" or data.get("error"):
+        raise _api_error(data, provider, f"the response failed (status {status!r})")
+    reason = as_str(as_dict(data.get("incomplete_details")).get("reason")) or "no reason given"
+    raise ModelError(
+        f"{provider} did not complete the response (status {status!r}, reason {reason!r}); the partial "
+        "answer was discarded" + (": raise max_tokens" if reason == "max_output_tokens" else ""),
+        error_type="incomplete_answer",
+        provider=provider,
+        body=dict(data),
+    )
+
+
+def assistant_message(items: list[dict[str, Any]]) -> AssistantMessage:
+    """The AssistantMessage for a response's output items."""
+    calls = tuple(_tool_call(item) for item in items if item.get("type") == "function_call")
+    metadata: dict[str, Any] = {}
+    summaries = [
+        as_str(as_dict(part).get("text")) or ""
+        for item in items
+        if item.get("type") == "reasoning"
+        for part in as_list(item.get("summary"))
+    ]
+    if any(summaries):
+        metadata["reasoning"] = "\n\n".join(s for s in summaries if s)
+    refusals = [
+        as_str(as_dict(part).get("refusal")) or ""
+        for item in items
+        if item.get("type") == "message"
+        for part in as_list(item.get("content"))
+        if as_dict(part).get("type") == "refusal"
+    ]
+    if any(refusals):
+        metadata["refusal"] = "".join(refusals)
+    if any(item.get("type") not in _PLAIN_TYPES for item in items):
+        metadata[STORED_OUTPUT_KEY] = items
+    return AssistantMessage(_output_text(items), calls, metadata)
+
+
+def _output_text(items: list[dict[str, Any]]) -> str | None:
+    parts = [
+        as_str(as_dict(part).get("text")) or ""
+        for item in items
+        if item.get("type") == "message"
+        for part in as_list(item.get("content"))
+        if as_dict(part).get("type") == "output_text"
+    ]
+    return "".join(parts) or None
+
+
+def _tool_call(item: Mapping[str, Any]) -> ToolCall:
+    call_id = as_str(item.get("call_id")) or as_str(item.get("id")) or new_tool_call_id()
+    return ToolCall(call_id, as_str(item.get("name")) or "", as_str(item.get("arguments")) or "")
+
+
+def parse_usage(usage: object) -> Usage | None:
+    """Usage from a Responses ``usage`` object (``input_tokens``/``output_tokens``), or None."""
+    data = as_dict(usage)
+    if not data:
+        return None
+    return Usage(as_int(data.get("input_tokens")), as_int(data.get("output_tokens")))
+
+
+# -- stream ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class ResponsesStreamAssembler:
+    """Assembles Responses stream events (parsed JSON): text deltas go out at once; output items
+    are collected as they finish (function-call arguments joined from their deltas when an item
+    never finished) and ``response.completed`` ends the answer. Any other end is a ModelError."""
+
+    provider: str = "openai"
+    id: str | None = None
+    model: str | None = None
+    usage: Usage | None = None
+    done: bool = False
+    items: dict[int, dict[str, Any]] = field(default_factory=dict)
+    arguments: dict[int, list[str]] = field(default_factory=dict)
+
+    def feed(self, event: Mapping[str, Any]) -> str | None:
+        """Take in one event; returns its text delta (or None)."""
+        kind = as_str(event.get("type")) or ""
+        handler = self._handlers().get(kind)
+        return handler(event) if handler is not None else None
+
+    def _handlers(self) -> dict[str, Callable[[Mapping[str, Any]], str | None]]:
+        return {
+            "response.created": self._on_response,
+            "response.in_progress": self._on_response,
+            "response.output_item.added": self._on_item,
+            "response.output_item.done": self._on_item,
+            "response.output_text.delta": self._on_text,
+            "response.function_call_arguments.delta": self._on_arguments,
+            "response.completed": self._on_completed,
+            "response.incomplete": self._on_unfinished,
+            "response.failed": self._on_unfinished,
+        }
+
+    def _on_response(self, event: Mapping[str, Any]) -> None:
+        response = as_dict(event.get("response"))
+        self.id = as_str(response.get("id")) or self.id
+        self.model = as_str(response.get("model")) or self.model
+
+    def _on_item(self, event: Mapping[str, Any]) -> None:
+        self.items[as_int(event.get("output_index"))] = as_dict(event.get("item"))
+
+    def _on_text(self, event: Mapping[str, Any]) -> str | None:
+        return as_str(event.get("delta")) or None
+
+    def _on_arguments(self, event: Mapping[str, Any]) -> None:
+        self.arguments.setdefault(as_int(event.get("output_index")), []).append(
+            as_str(event.get("delta")) or ""
+        )
+
+    def _on_completed(self, event: Mapping[str, Any]) -> None:
+        self._on_response(event)
+        response = as_dict(event.get("response"))
+        self.usage = parse_usage(response.get("usage")) or self.usage
+        output = [as_dict(item) for item in as_list(response.get("output"))]
+        if output:
+            self.items = dict(enumerate(output))
+        self.done = True
+
+    def _on_unfinished(self, event: Mapping[str, Any]) -> None:
+        _check_status(as_dict(event.get("response")), self.provider)
+        raise ModelError(
+            f"{self.provider} ended the response with {event.get('type')!r}", provider=self.provider
+        )
+
+    def _metadata(self, finish: str | None, usage: Usage | None) -> ChatResponseMetadata:
+        return ChatResponseMetadata(id=self.id, model=self.model, usage=usage, finish_reason=finish)
+
+    def text_chunk(self, text: str) -> ChatResponse:
+        """A chunk carrying one text delta."""
+        return ChatResponse((Generation(AssistantMessage(text)),), self._metadata(None, None))
+
+    def final(self) -> ChatResponse:
+        """The last chunk: whole function calls, finish reason, usage, the items to send back."""
+        if not self.done:
+            raise ModelError(
+                f"{self.provider} stream ended before response.completed: the answer is incomplete "
+                "and the partial answer was discarded",
+                error_type="incomplete_answer",
+                provider=self.provider,
+            )
+        items = [self._whole(index, self.items[index]) for index in sorted(self.items)]
+        message = assistant_message(items)
+        # Streamed text is the concatenation of the deltas, so this chunk carries none itself.
+        last = AssistantMessage(None, message.tool_calls, message.metadata)
+        finish = finish_reason_or_default(None, message.has_tool_calls())
+        return ChatResponse((Generation(last, finish),), self._metadata(finish, self.usage))
+
+    def _whole(self, index: int, item: dict[str, Any]) -> dict[str, Any]:
+        if item.get("type") == "function_call" and not item.get("arguments") and index in self.arguments:
+            return {**item, "arguments": "".join(self.arguments[index])}
+        return item

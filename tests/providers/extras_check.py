@@ -1,0 +1,63 @@
+"""Run inside a fresh virtual environment that has only one extra installed (see
+test_installed_extras.py): a tool loop, blocking and streamed, through each adapter of that extra
+against the loopback server at argv[2]; then an import of the other extra's adapter, which must
+fail naming the extra to install. Prints one JSON object with what happened."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import json
+import sys
+from typing import Any
+
+from loopback_server import WEATHER
+
+from advisorchain import ChatClient, tool
+
+
+@tool
+def get_weather(city: str) -> str:
+    """Current weather in a city."""
+    return WEATHER if city == "Paris" else f"no weather for {city!r}"
+
+
+def _models(extra: str, url: str) -> dict[str, Any]:
+    if extra == "openai":
+        from advisorchain.models.openai import OpenAIChatModel, OpenAIResponsesChatModel
+
+        return {
+            "chat": OpenAIChatModel("loop-model", base_url=f"{url}/v1"),
+            "responses": OpenAIResponsesChatModel("loop-model", base_url=f"{url}/v1"),
+        }
+    from advisorchain.models.anthropic import AnthropicChatModel
+
+    return {"messages": AnthropicChatModel("loop-model", base_url=url)}
+
+
+def main() -> None:
+    extra, url = sys.argv[1], sys.argv[2]
+    other = {"openai": "anthropic", "anthropic": "openai"}[extra]
+    answers: dict[str, Any] = {}
+    for name, model in _models(extra, url).items():
+        client = ChatClient(model)
+        answers[f"{name}/call"] = client.prompt("Weather in Paris?").tools(get_weather).call().content()
+        answers[f"{name}/stream"] = "".join(
+            client.prompt("Weather in Paris?").tools(get_weather).stream().content()
+        )
+    try:
+        importlib.import_module(f"advisorchain.models.{other}")
+        missing = None
+    except ImportError as exc:
+        missing = f"{type(exc).__name__}: {exc}"
+    versions = {}
+    for package in ("openai", "anthropic", "httpx2"):
+        try:
+            versions[package] = importlib.metadata.version(package)
+        except importlib.metadata.PackageNotFoundError:
+            versions[package] = None
+    print(json.dumps({"answers": answers, "missing_other": missing, "versions": versions}))
+
+
+if __name__ == "__main__":
+    main()
