@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 import pytest_asyncio
-
 from scripted_server import ScriptedServer
 
 pytest.importorskip("temporalio")

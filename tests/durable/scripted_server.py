@@ -66,7 +66,9 @@ class ScriptedServer:
             while True:
                 head = await reader.readuntil(b"\r\n\r\n")
                 lines = head.decode("latin-1").split("\r\n")
-                headers = {k.strip().lower(): v.strip() for k, _, v in (ln.partition(":") for ln in lines[1:] if ln)}
+                headers = {
+                    k.strip().lower(): v.strip() for k, _, v in (ln.partition(":") for ln in lines[1:] if ln)
+                }
                 body = await reader.readexactly(int(headers.get("content-length", "0")))
                 request = json.loads(body)
                 model, round_ = request["model"], 1 + sum(m["role"] == "tool" for m in request["messages"])
@@ -87,7 +89,11 @@ class ScriptedServer:
 
 
 def _reply(model: str, round_: int, stream: bool) -> bytes:
-    call = {"id": f"call_{round_}", "type": "function", "function": {"name": "record", "arguments": json.dumps({"n": round_})}}
+    call = {
+        "id": f"call_{round_}",
+        "type": "function",
+        "function": {"name": "record", "arguments": json.dumps({"n": round_})},
+    }
     usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
     base = {"id": f"resp-{round_}", "created": 0, "model": model}
     if not stream:
@@ -97,18 +103,42 @@ def _reply(model: str, round_: int, stream: bool) -> bytes:
         else:
             message["content"] = FINAL
         finish = "tool_calls" if round_ < ROUNDS else "stop"
-        body = {**base, "object": "chat.completion", "choices": [{"index": 0, "message": message, "finish_reason": finish}], "usage": usage}
+        body = {
+            **base,
+            "object": "chat.completion",
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+            "usage": usage,
+        }
         data = json.dumps(body).encode()
-        return b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n%s" % (len(data), data)
+        return b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n%s" % (
+            len(data),
+            data,
+        )
     events: list[dict[str, Any]] = []
     chunk = {**base, "object": "chat.completion.chunk"}
     if round_ < ROUNDS:
-        events.append({**chunk, "choices": [{"index": 0, "delta": {"role": "assistant", "tool_calls": [{"index": 0, **call}]}, "finish_reason": None}]})
+        events.append(
+            {
+                **chunk,
+                "choices": [
+                    {
+                        "index": 0,
+                        "delta": {"role": "assistant", "tool_calls": [{"index": 0, **call}]},
+                        "finish_reason": None,
+                    }
+                ],
+            }
+        )
         events.append({**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]})
     else:
         for i, word in enumerate(FINAL.split(" ")):
             text = word if i == 0 else " " + word
-            events.append({**chunk, "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}]})
+            events.append(
+                {**chunk, "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}]}
+            )
         events.append({**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
     out = b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events) + b"data: [DONE]\n\n"
-    return b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: %d\r\n\r\n%s" % (len(out), out)
+    return b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: %d\r\n\r\n%s" % (
+        len(out),
+        out,
+    )

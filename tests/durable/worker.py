@@ -23,41 +23,68 @@ AGENT_NAME = "crashtest"
 TIMEOUT = timedelta(seconds=2)
 
 
-async def temporal_worker(target: str, task_queue: str, base_url: str, model: str, tool_file: str, memory_db: str) -> None:
+async def temporal_worker(
+    target: str, task_queue: str, base_url: str, model: str, tool_file: str, memory_db: str
+) -> None:
     from temporalio.client import Client
     from temporalio.worker import Worker
 
     from advisorchain.durable.temporal import TemporalAgent
 
-    agent = TemporalAgent(build_client(base_url, model, Path(tool_file), Path(memory_db)), name=AGENT_NAME, start_to_close_timeout=TIMEOUT)
+    agent = TemporalAgent(
+        build_client(base_url, model, Path(tool_file), Path(memory_db)),
+        name=AGENT_NAME,
+        start_to_close_timeout=TIMEOUT,
+    )
     client = await Client.connect(target)
     # No sticky cache: a replacement worker takes over the run's next workflow task at once.
-    async with Worker(client, task_queue=task_queue, workflows=[agent.workflow], activities=agent.activities, max_cached_workflows=0):
+    async with Worker(
+        client,
+        task_queue=task_queue,
+        workflows=[agent.workflow],
+        activities=agent.activities,
+        max_cached_workflows=0,
+    ):
         print("READY", flush=True)
         await asyncio.Event().wait()
 
 
-def dbos_worker(url: str, mode: str, workflow_id: str, base_url: str, model: str, tool_file: str, memory_db: str, result_file: str) -> None:
+def dbos_worker(
+    url: str,
+    mode: str,
+    workflow_id: str,
+    base_url: str,
+    model: str,
+    tool_file: str,
+    memory_db: str,
+    result_file: str,
+) -> None:
     from dbos import DBOS
 
     from advisorchain.durable.dbos import DBOSAgent
 
     agent = DBOSAgent(build_client(base_url, model, Path(tool_file), Path(memory_db)), name=AGENT_NAME)
-    DBOS(config={"name": "advisorchain-durable-test", "system_database_url": url, "notification_listener_polling_interval_sec": 0.05})
+    DBOS(
+        config={
+            "name": "advisorchain-durable-test",
+            "system_database_url": url,
+            "notification_listener_polling_interval_sec": 0.05,
+        }
+    )
     DBOS.launch()
 
-    async def main() -> None:
+    async def main() -> object:
         if mode == "start":
             await agent.start("Record 1 and 2.", conversation_id="c1", workflow_id=workflow_id)
             print("READY", flush=True)
             await asyncio.Event().wait()
-        result = await agent.result(workflow_id)
-        Path(result_file).write_text(json.dumps({"output": result.output}), encoding="utf-8")
+        return (await agent.result(workflow_id)).output
 
     try:
-        asyncio.run(main())
+        output = asyncio.run(main())
     finally:
         DBOS.destroy()
+    Path(result_file).write_text(json.dumps({"output": output}), encoding="utf-8")
 
 
 if __name__ == "__main__":
