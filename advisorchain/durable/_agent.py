@@ -77,7 +77,13 @@ class DurableParts:
     (``<agent>.memory<i>.<op>`` for the i-th memory when advisors hold more than one).
     """
 
-    def __init__(self, client: ChatClient, name: str, tools: Iterable[object] = ()) -> None:
+    def __init__(
+        self,
+        client: ChatClient,
+        name: str,
+        tools: Iterable[object] = (),
+        workflow_tools: Iterable[object] = (),
+    ) -> None:
         if not isinstance(client, ChatClient):
             raise ChainConfigurationError(
                 f"a durable agent wraps a ChatClient, got {client!r}; build one with ChatClient(model, ...)"
@@ -85,7 +91,9 @@ class DurableParts:
         self.client = client
         self.name = check_agent_name(name)
         self.tools: dict[str, ToolCallback] = {}
-        for cb in (*client.default_tools, *tool_callbacks(*tools)):
+        inline = tuple(tool_callbacks(*workflow_tools))
+        self.workflow_tools = {cb.definition.name for cb in inline}
+        for cb in (*client.default_tools, *tool_callbacks(*tools), *inline):
             if cb.definition.name in self.tools:
                 raise ChainConfigurationError(
                     f"two tools of agent {name!r} are named {cb.definition.name!r}; tool names must be unique"
@@ -115,7 +123,8 @@ class DurableParts:
         served by ``call_model`` instead, which needs the engine's stream side channel)."""
         handlers: dict[str, Callable[[Any], Awaitable[Any]]] = {}
         for tool_name, cb in self.tools.items():
-            handlers[self.tool_seam(tool_name)] = _tool_handler(cb)
+            if tool_name not in self.workflow_tools:
+                handlers[self.tool_seam(tool_name)] = _tool_handler(cb)
         for index, memory in enumerate(self.memories):
             for op in _MEMORY_OPS:
                 handlers[self.memory_seam(index, op)] = _memory_handler(memory, op)
@@ -169,7 +178,10 @@ class DurableParts:
             _ModelSeam(self.model_seam, dispatch, stream, client.model),
             [*advisors, recorder],
             default_system=client.default_system,
-            default_tools=[_ToolSeam(cb, self.tool_seam(n), dispatch) for n, cb in self.tools.items()],
+            default_tools=[
+                cb if n in self.workflow_tools else _ToolSeam(cb, self.tool_seam(n), dispatch)
+                for n, cb in self.tools.items()
+            ],
             default_options=client.default_options,
             tool_calling_auto_register=client.tool_calling_auto_register,
         )

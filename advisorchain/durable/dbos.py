@@ -40,9 +40,11 @@ class DBOSAgent(Generic[T]):
     ``<name>.memory.<op>``; the workflow is ``<name>.run``.
 
     Create every agent before ``DBOS.launch()`` (DBOS registers workflows and steps then), with the
-    same ``name`` in every process that may resume its runs. ``output_type`` makes ``run`` return
-    an instance of it (as ``entity(output_type)``). ``step_max_attempts`` bounds retries of a step
-    whose own code raised unexpectedly (model and tool failures are results, never retried).
+    same ``name`` in every process that may resume its runs. ``workflow_tools`` run as workflow
+    code instead of steps: async tools that do no I/O and keep their state in memory (such as
+    ``TodoTools``), which every replay rebuilds. ``output_type`` makes ``run`` return an instance
+    of it (as ``entity(output_type)``). ``step_max_attempts`` bounds retries of a step whose own
+    code raised unexpectedly (model and tool failures are results, never retried).
     """
 
     @overload
@@ -52,6 +54,7 @@ class DBOSAgent(Generic[T]):
         *,
         name: str,
         tools: Iterable[object] = (),
+        workflow_tools: Iterable[object] = (),
         output_type: None = None,
         step_max_attempts: int = 3,
     ) -> None: ...
@@ -62,6 +65,7 @@ class DBOSAgent(Generic[T]):
         *,
         name: str,
         tools: Iterable[object] = (),
+        workflow_tools: Iterable[object] = (),
         output_type: type[T],
         step_max_attempts: int = 3,
     ) -> None: ...
@@ -71,6 +75,7 @@ class DBOSAgent(Generic[T]):
         *,
         name: str,
         tools: Iterable[object] = (),
+        workflow_tools: Iterable[object] = (),
         output_type: Any = None,
         step_max_attempts: int = 3,
     ) -> None:
@@ -80,7 +85,7 @@ class DBOSAgent(Generic[T]):
             or step_max_attempts < 1
         ):
             raise ValueError(f"step_max_attempts must be a positive int, got {step_max_attempts!r}")
-        self.parts = DurableParts(client, name, tools)
+        self.parts = DurableParts(client, name, tools, workflow_tools)
         self.name = self.parts.name
         self.output_type = output_type
         self._workflow = _register(self.parts, output_type, step_max_attempts)

@@ -52,8 +52,10 @@ class TemporalAgent(Generic[T]):
 
     Register ``workflow`` and ``activities`` on your workers. The workflow runs outside Temporal's
     sandbox: the chain does no I/O and reads no clock in workflow code (everything that does is an
-    activity), and advisors of your own must keep to that too. ``output_type`` makes ``run``
-    return an instance of it (as ``entity(output_type)``). Every activity gets
+    activity), and advisors of your own must keep to that too. ``workflow_tools`` run as workflow
+    code instead of activities: async tools that do no I/O and keep their state in memory (such as
+    ``TodoTools``), which every replay rebuilds. ``output_type`` makes ``run`` return an instance
+    of it (as ``entity(output_type)``). Every activity gets
     ``start_to_close_timeout`` (how soon a call lost with its worker is retried) and
     ``retry_policy`` (default: 3 attempts); model and tool failures are results, never retried.
     """
@@ -65,6 +67,7 @@ class TemporalAgent(Generic[T]):
         *,
         name: str,
         tools: Iterable[object] = (),
+        workflow_tools: Iterable[object] = (),
         output_type: None = None,
         start_to_close_timeout: timedelta = ...,
         retry_policy: RetryPolicy | None = None,
@@ -76,6 +79,7 @@ class TemporalAgent(Generic[T]):
         *,
         name: str,
         tools: Iterable[object] = (),
+        workflow_tools: Iterable[object] = (),
         output_type: type[T],
         start_to_close_timeout: timedelta = ...,
         retry_policy: RetryPolicy | None = None,
@@ -86,6 +90,7 @@ class TemporalAgent(Generic[T]):
         *,
         name: str,
         tools: Iterable[object] = (),
+        workflow_tools: Iterable[object] = (),
         output_type: Any = None,
         start_to_close_timeout: timedelta = timedelta(seconds=60),
         retry_policy: RetryPolicy | None = None,
@@ -94,7 +99,7 @@ class TemporalAgent(Generic[T]):
             raise ValueError(
                 f"start_to_close_timeout must be a positive timedelta, got {start_to_close_timeout!r}"
             )
-        self.parts = DurableParts(client, name, tools)
+        self.parts = DurableParts(client, name, tools, workflow_tools)
         self.name = self.parts.name
         self.output_type = output_type
         self.start_to_close_timeout = start_to_close_timeout

@@ -18,6 +18,7 @@ from advisorchain import (
     ChatClient,
     MessageChatMemoryAdvisor,
     ModelError,
+    TodoTools,
     ToolCall,
     UserMessage,
     tool,
@@ -150,3 +151,17 @@ def test_an_agent_name_that_cannot_name_steps_is_refused() -> None:
 def test_an_agent_wraps_a_chat_client_only() -> None:
     with pytest.raises(ChainConfigurationError, match="wraps a ChatClient"):
         DBOSAgent(ScriptedChatModel(["hi"]), name="bad")  # type: ignore[call-overload]
+
+
+async def test_workflow_tools_run_as_workflow_code_not_as_steps(launch: Callable[[], None]) -> None:
+    todos = TodoTools()
+    items = '{"items": [{"id": "1", "text": "Plan", "status": "in_progress"}]}'
+    model = ScriptedChatModel([AssistantMessage(tool_calls=[ToolCall("c1", "todo_write", items)]), "planned"])
+    agent = DBOSAgent(ChatClient(model), name="planner", workflow_tools=[todos])
+    launch()
+    result = await agent.run("Plan.", conversation_id="c1", workflow_id="p1")
+    steps = [s["function_name"] for s in await DBOS.list_workflow_steps_async("p1")]
+
+    assert result.output == "planned"
+    assert steps == ["planner.model", "planner.model"]
+    assert [item.text for item in todos.todos("c1")] == ["Plan"]
