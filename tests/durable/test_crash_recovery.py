@@ -4,6 +4,7 @@ Temporal and on DBOS (SQLite and PostgreSQL)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 from pathlib import Path
@@ -47,7 +48,7 @@ async def test_temporal_run_survives_a_killed_worker(
     handle = await agent.start(
         temporal_env.client, "Record 1 and 2.", id=f"run-{model}", task_queue=queue, conversation_id="c1"
     )
-    server.wait_for(model, 2)
+    await asyncio.to_thread(server.wait_for, model, 2)
     workers.kill(first)
     workers.start(*args)
     result = await agent.result(handle)
@@ -69,10 +70,10 @@ async def test_dbos_run_survives_a_killed_process(
     )
     common = (server.base_url, model, str(tool_file), str(memory_db), str(result_file))
     first = workers.start("dbos", system_db, "start", workflow_id, *common)
-    server.wait_for(model, 2)
+    await asyncio.to_thread(server.wait_for, model, 2)
     workers.kill(first)
     second = workers.start("dbos", system_db, "finish", workflow_id, *common, wait_ready=False)
-    assert second.wait(60) == 0
+    assert await asyncio.to_thread(second.wait, 60) == 0
 
     assert json.loads(result_file.read_text(encoding="utf-8")) == {"output": FINAL}
     _assert_ran_once_except_the_killed_round(server, model)
