@@ -6,9 +6,6 @@ by ADVISORCHAIN_TEST_POSTGRES_DSN, and worker subprocesses that tests may SIGKIL
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
-import sys
 import sysconfig
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -17,11 +14,11 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 from scripted_server import ScriptedServer
+from worker_processes import Workers
 
 pytest.importorskip("temporalio")
 pytest.importorskip("dbos")
 
-HERE = Path(__file__).resolve().parent
 POSTGRES_ENV = "ADVISORCHAIN_TEST_POSTGRES_DSN"
 
 
@@ -69,40 +66,6 @@ def system_db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'dbos.sqlite'}"
     return postgres_url(f"advisorchain_durable_{uuid.uuid4().hex[:12]}")
-
-
-class Workers:
-    """Worker subprocesses of one test; every one still running is killed at the end."""
-
-    def __init__(self) -> None:
-        self.procs: list[subprocess.Popen[str]] = []
-
-    def start(self, *args: str, wait_ready: bool = True) -> subprocess.Popen[str]:
-        proc = subprocess.Popen(
-            [sys.executable, str(HERE / "worker.py"), *args],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-            cwd=HERE,
-        )
-        self.procs.append(proc)
-        if wait_ready:
-            assert proc.stdout is not None
-            line = proc.stdout.readline()
-            assert line.strip() == "READY", f"worker {args[0]} did not start (said {line!r})"
-        return proc
-
-    @staticmethod
-    def kill(proc: subprocess.Popen[str]) -> None:
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(10)
-
-    def close(self) -> None:
-        for proc in self.procs:
-            if proc.poll() is None:
-                self.kill(proc)
-            if proc.stdout is not None:
-                proc.stdout.close()
 
 
 @pytest.fixture

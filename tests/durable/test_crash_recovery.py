@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 from agent_app import stored
-from conftest import Workers
 from scripted_server import FINAL, ScriptedServer
+from worker_processes import Workers
 
 from advisorchain import AssistantMessage, UserMessage
 
