@@ -65,12 +65,14 @@ async def test_a_streamed_run_delivers_the_chunks_live_and_the_workflow_one_resp
     launch()
     chunks = [c async for c in agent.stream("Record 1 and 2.", workflow_id="s1")]
     result = await agent.result("s1")
+    steps = [s["function_name"] for s in await DBOS.list_workflow_steps_async("s1")]
 
     assert "".join(c.text or "" for c in chunks) == FINAL
     assert [c.result.output.tool_calls[0].name for c in chunks if c.has_tool_calls()] == ["record", "record"]
     assert result.output == FINAL
     assert (tmp_path / "t.txt").read_text().split() == ["1", "2"]
     assert all(b["stream"] for b in server.bodies if b["model"] == model)
+    assert steps.count("streamer.model") == 3  # one recorded (aggregated) response per round
 
 
 async def test_each_seam_is_one_recorded_step_named_by_agent_seam_and_tool(

@@ -48,12 +48,20 @@ async def test_a_streamed_run_delivers_the_chunks_live_and_the_workflow_one_resp
     ids = _ids()
     async with await _serving(temporal_env, agent, ids["task_queue"]):
         chunks = [c async for c in agent.stream(temporal_env.client, "Record 1 and 2.", **ids)]
-        result = await agent.result(temporal_env.client.get_workflow_handle(ids["id"]))
+        handle = temporal_env.client.get_workflow_handle(ids["id"])
+        result = await agent.result(handle)
+    history = await handle.fetch_history()
+    scheduled = [
+        e.activity_task_scheduled_event_attributes.activity_type.name
+        for e in history.events
+        if e.HasField("activity_task_scheduled_event_attributes")
+    ]
 
     assert "".join(c.text or "" for c in chunks) == FINAL
     assert [c.result.output.tool_calls[0].name for c in chunks if c.has_tool_calls()] == ["record", "record"]
     assert result.output == FINAL
     assert all(b["stream"] for b in server.bodies if b["model"] == model)
+    assert scheduled.count("streamer.model") == 3  # one recorded (aggregated) response per round
 
 
 async def test_a_completed_run_replays_deterministically_from_its_history(temporal_env: Any) -> None:
