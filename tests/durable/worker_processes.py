@@ -27,8 +27,13 @@ class Workers:
         self.procs.append(proc)
         if wait_ready:
             assert proc.stdout is not None
-            line = proc.stdout.readline()
-            assert line.strip() == "READY", f"worker {args[0]} did not start (said {line!r})"
+            said = []
+            for line in proc.stdout:  # engines may print their own lines first
+                if line.strip() == "READY":
+                    break
+                said.append(line)
+            else:
+                raise AssertionError(f"worker {args[0]} did not start (said {''.join(said)!r})")
         return proc
 
     @staticmethod
