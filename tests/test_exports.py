@@ -33,6 +33,8 @@ _SECTIONS = {
     "advisorchain.models.openai": "OpenAIChatModel OpenAIResponsesChatModel",
     "advisorchain.models.anthropic": "AnthropicChatModel",
     "advisorchain.testing": "FunctionChatModel ScriptedChatModel",
+    "advisorchain.durable.temporal": "TemporalAgent DurableResult DurableToolError CHUNKS_SIGNAL CHUNKS_QUERY",
+    "advisorchain.durable.dbos": "DBOSAgent DurableResult DurableToolError STREAM_KEY",
     "advisorchain.errors": "AdvisorChainError ToolExecutionError ToolCallLimitExceeded MaxIterationsExceeded "
     "StructuredOutputValidationError ModelError ChainConfigurationError",
 }
@@ -80,7 +82,7 @@ def test_importing_the_package_loads_no_provider_sdk_or_driver() -> None:
 
     code = (
         "import sys, advisorchain; "
-        "print(sorted({m.split('.')[0] for m in sys.modules} & {'openai','anthropic','httpx2','psycopg','redis'}))"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'openai','anthropic','httpx2','psycopg','redis','temporalio','dbos'}))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

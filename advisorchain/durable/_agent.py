@@ -1,0 +1,429 @@
+"""The engine-neutral half of a durable agent.
+
+``DurableParts`` holds an agent's real parts (its model, tools and memories) under stable seam
+names and runs each of them when an activity or step asks. ``run_agent`` is the workflow code: it
+rebuilds the agent's ChatClient with *seam proxies* in place of those parts, so the advisor chain
+and the tool loop run unchanged while every model call, tool call and memory read/write goes
+through the engine's ``Dispatch`` (an activity on Temporal, a step on DBOS) and is recorded there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from pydantic import TypeAdapter
+
+from ..advisors.api import CallAdvisorChain, ChatClientRequest, ChatClientResponse, Ordered
+from ..client import ChatClient
+from ..errors import ChainConfigurationError, ModelError
+from ..memory.api import ChatMemory
+from ..messages import Message, message_from_dict, message_to_dict
+from ..model import ChatClientMessageAggregator, ChatModel, ChatResponse, Prompt
+from ..tools import tool_callbacks
+from ..tools.api import InvalidToolArgumentsError, ToolCallback, ToolContext, ToolDefinition, ToolMetadata
+from ..tools.function import encode_result
+from ._codec import prompt_from_dict, prompt_to_dict, response_from_dict, response_to_dict
+
+__all__ = [
+    "Dispatch",
+    "DurableParts",
+    "DurableResult",
+    "DurableToolError",
+    "Emit",
+    "run_agent",
+    "run_input",
+    "run_result",
+]
+
+T = TypeVar("T")
+
+Dispatch = Callable[[str, Any], Awaitable[Any]]
+"""``dispatch(seam_name, payload)``: run a seam as an activity/step; payload and result are JSON-safe."""
+
+Emit = Callable[[dict[str, Any]], Awaitable[None]]
+"""Hands one stream chunk (``response_to_dict``) to the engine's side channel."""
+
+_MEMORY_OPS = ("get", "add", "clear")
+_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.")
+
+
+@dataclass(frozen=True, slots=True)
+class DurableResult(Generic[T]):
+    """The outcome of a durable run: ``output`` (the answer's text, or an instance of the agent's
+    ``output_type``) and the final ``chat_response`` (usage summed over the tool loop's rounds)."""
+
+    output: T
+    chat_response: ChatResponse | None
+
+
+def check_agent_name(name: object) -> str:
+    """An agent name: it prefixes every workflow, activity and step name, so it must stay stable."""
+    if not isinstance(name, str) or not name or not set(name) <= _NAME_CHARS:
+        raise ChainConfigurationError(
+            f"agent name must be a non-empty str of letters, digits, '_', '-' or '.', got {name!r}; "
+            "it names the workflow and its activities/steps, so keep it stable across deployments"
+        )
+    return name
+
+
+class DurableParts:
+    """An agent's model, tools and memories, each under a stable seam name.
+
+    Seam names: ``<agent>.model``, ``<agent>.tool.<tool name>``, ``<agent>.memory.<get|add|clear>``
+    (``<agent>.memory<i>.<op>`` for the i-th memory when advisors hold more than one).
+    """
+
+    def __init__(
+        self,
+        client: ChatClient,
+        name: str,
+        tools: Iterable[object] = (),
+        workflow_tools: Iterable[object] = (),
+    ) -> None:
+        if not isinstance(client, ChatClient):
+            raise ChainConfigurationError(
+                f"a durable agent wraps a ChatClient, got {client!r}; build one with ChatClient(model, ...)"
+            )
+        self.client = client
+        self.name = check_agent_name(name)
+        self.tools: dict[str, ToolCallback] = {}
+        inline = tuple(tool_callbacks(*workflow_tools))
+        self.workflow_tools = {cb.definition.name for cb in inline}
+        for cb in (*client.default_tools, *tool_callbacks(*tools), *inline):
+            if cb.definition.name in self.tools:
+                raise ChainConfigurationError(
+                    f"two tools of agent {name!r} are named {cb.definition.name!r}; tool names must be unique"
+                )
+            self.tools[cb.definition.name] = cb
+        self.memories: list[ChatMemory] = []
+        for advisor in client.default_advisors:
+            for value in _memories_of(advisor):
+                if not any(value is m for m in self.memories):
+                    self.memories.append(value)
+
+    # -- names ------------------------------------------------------------------------------------
+
+    @property
+    def model_seam(self) -> str:
+        return f"{self.name}.model"
+
+    def tool_seam(self, tool_name: str) -> str:
+        return f"{self.name}.tool.{tool_name}"
+
+    def memory_seam(self, index: int, op: str) -> str:
+        which = "memory" if len(self.memories) == 1 else f"memory{index}"
+        return f"{self.name}.{which}.{op}"
+
+    def seams(self) -> dict[str, Callable[[Any], Awaitable[Any]]]:
+        """Every seam name with the function an activity/step runs for it (the model seam is
+        served by ``call_model`` instead, which needs the engine's stream side channel)."""
+        handlers: dict[str, Callable[[Any], Awaitable[Any]]] = {}
+        for tool_name, cb in self.tools.items():
+            if tool_name not in self.workflow_tools:
+                handlers[self.tool_seam(tool_name)] = _tool_handler(cb)
+        for index, memory in enumerate(self.memories):
+            for op in _MEMORY_OPS:
+                handlers[self.memory_seam(index, op)] = _memory_handler(memory, op)
+        return handlers
+
+    # -- activity/step side -----------------------------------------------------------------------
+
+    async def call_model(self, payload: Mapping[str, Any], emit: Emit | None) -> dict[str, Any]:
+        """One model call: a plain call, or — when ``emit`` is given — a stream whose chunks go to
+        ``emit`` live and whose aggregate is returned (the workflow sees one response per round)."""
+        try:
+            return await self._call_model(prompt_from_dict(payload["prompt"]), emit)
+        except ModelError as exc:
+            # A provider's answer (a 400, a refused key) is the call's recorded outcome; raised
+            # again in workflow code, advisors see it as they would outside a durable run.
+            return {
+                "model_error": {
+                    "message": exc.message,
+                    "status_code": exc.status_code,
+                    "error_type": exc.error_type,
+                    "provider": exc.provider,
+                }
+            }
+
+    async def _call_model(self, prompt: Prompt, emit: Emit | None) -> dict[str, Any]:
+        model = self.client.model
+        if emit is None:
+            return response_to_dict(await model.call(prompt))
+        chunks: list[ChatResponse] = []
+        source = model.stream(prompt)
+        try:
+            async for chunk in source:
+                chunks.append(chunk)
+                await emit(response_to_dict(chunk))
+        finally:
+            aclose = getattr(source, "aclose", None)
+            if aclose is not None:
+                await aclose()
+        return response_to_dict(ChatClientMessageAggregator.aggregate(chunks))
+
+    # -- workflow side ----------------------------------------------------------------------------
+
+    def workflow_client(self, dispatch: Dispatch, stream: bool) -> tuple[ChatClient, _ResultRecorder]:
+        """The agent's ChatClient with seam proxies for its model, tools and memories, and the
+        outermost advisor that records the run's final response."""
+        client = self.client
+        memories = [_MemorySeam(self, index, dispatch) for index in range(len(self.memories))]
+        advisors = [self._with_memory_seams(a, memories) for a in client.default_advisors]
+        recorder = _ResultRecorder()
+        durable = ChatClient(
+            _ModelSeam(self.model_seam, dispatch, stream, client.model),
+            [*advisors, recorder],
+            default_system=client.default_system,
+            default_tools=[
+                cb if n in self.workflow_tools else _ToolSeam(cb, self.tool_seam(n), dispatch)
+                for n, cb in self.tools.items()
+            ],
+            default_options=client.default_options,
+            tool_calling_auto_register=client.tool_calling_auto_register,
+        )
+        return durable, recorder
+
+    def _with_memory_seams(self, advisor: object, memories: Sequence[_MemorySeam]) -> object:
+        fields = getattr(advisor, "__dict__", None)
+        if not fields:
+            return advisor
+        swapped = {
+            key: memories[self._memory_index(value)] for key, value in fields.items() if _is_memory(value)
+        }
+        if not swapped:
+            return advisor
+        twin = copy.copy(advisor)
+        for key, seam in swapped.items():
+            setattr(twin, key, seam)
+        return twin
+
+    def _memory_index(self, memory: object) -> int:
+        return next(i for i, m in enumerate(self.memories) if m is memory)
+
+
+def _is_memory(value: object) -> bool:
+    return isinstance(value, ChatMemory) and not isinstance(value, type)
+
+
+def _memories_of(advisor: object) -> list[ChatMemory]:
+    fields = getattr(advisor, "__dict__", None) or {}
+    return [v for v in fields.values() if _is_memory(v)]
+
+
+def _tool_handler(cb: ToolCallback) -> Callable[[Any], Awaitable[Any]]:
+    async def run(payload: Any) -> dict[str, Any]:
+        context = payload["context"]
+        try:
+            result = await cb.call(payload["arguments"], None if context is None else ToolContext(context))
+        except InvalidToolArgumentsError as exc:
+            return {"error": str(exc), "invalid_arguments": True}
+        except Exception as exc:
+            # A tool's own failure is its result (recorded, never retried), as outside a durable
+            # run; the engine retries only a call cut short by a crash or a timeout.
+            detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            return {"error": detail, "invalid_arguments": False}
+        return {"result": result if isinstance(result, str) else encode_result(result)}
+
+    return run
+
+
+def _memory_handler(memory: ChatMemory, op: str) -> Callable[[Any], Awaitable[Any]]:
+    async def run(payload: Any) -> Any:
+        cid = payload["conversation_id"]
+        if op == "get":
+            aget = getattr(memory, "aget", None)
+            got = await aget(cid) if aget is not None else await asyncio.to_thread(memory.get, cid)
+            return [message_to_dict(m) for m in got]
+        if op == "add":
+            messages = [message_from_dict(m) for m in payload["messages"]]
+            aadd = getattr(memory, "aadd", None)
+            if aadd is not None:
+                await aadd(cid, messages)
+            else:
+                await asyncio.to_thread(memory.add, cid, messages)
+            return None
+        aclear = getattr(memory, "aclear", None)
+        if aclear is not None:
+            await aclear(cid)
+        else:
+            await asyncio.to_thread(memory.clear, cid)
+        return None
+
+    return run
+
+
+# -- seam proxies (workflow code: no I/O of their own) -------------------------------------------
+
+
+class _ModelSeam:
+    """A ChatModel whose every call is the agent's model seam (an activity or step)."""
+
+    def __init__(self, seam: str, dispatch: Dispatch, stream: bool, real: ChatModel) -> None:
+        self._seam = seam
+        self._dispatch = dispatch
+        self._stream = stream
+        name = getattr(real, "model_name", None) or getattr(real, "model", None)
+        self.model_name = name if isinstance(name, str) else seam
+        self.provider = getattr(real, "provider", None)
+
+    async def call(self, prompt: Prompt) -> ChatResponse:
+        result = await self._dispatch(self._seam, {"prompt": prompt_to_dict(prompt), "stream": self._stream})
+        error = result.get("model_error")
+        if error is not None:
+            raise ModelError(
+                error["message"],
+                status_code=error["status_code"],
+                error_type=error["error_type"],
+                provider=error["provider"],
+            )
+        return response_from_dict(result)
+
+    async def stream(self, prompt: Prompt) -> AsyncIterator[ChatResponse]:
+        # A durable round is one recorded response; live chunks travel on the side channel.
+        yield await self.call(prompt)
+
+
+class _ToolSeam:
+    """A ToolCallback whose calls are the tool's seam; definition and metadata are the tool's."""
+
+    def __init__(self, real: ToolCallback, seam: str, dispatch: Dispatch) -> None:
+        self._definition = real.definition
+        self._metadata = real.metadata
+        self._seam = seam
+        self._dispatch = dispatch
+
+    @property
+    def definition(self) -> ToolDefinition:
+        return self._definition
+
+    @property
+    def metadata(self) -> ToolMetadata:
+        return self._metadata
+
+    async def call(self, arguments: str, context: ToolContext | None) -> str:
+        payload = {"arguments": arguments, "context": None if context is None else dict(context)}
+        outcome = await self._dispatch(self._seam, payload)
+        if "result" in outcome:
+            return str(outcome["result"])
+        if outcome["invalid_arguments"]:
+            raise InvalidToolArgumentsError(outcome["error"])
+        raise DurableToolError(outcome["error"])
+
+
+class _MemorySeam:
+    """A ChatMemory whose reads and writes are the memory's seams (``aget``/``aadd``/``aclear``,
+    which the memory advisor prefers); the blocking forms are refused in workflow code."""
+
+    def __init__(self, parts: DurableParts, index: int, dispatch: Dispatch) -> None:
+        self._seams = {op: parts.memory_seam(index, op) for op in _MEMORY_OPS}
+        self._dispatch = dispatch
+
+    async def aget(self, conversation_id: str) -> list[Message]:
+        got = await self._dispatch(self._seams["get"], {"conversation_id": conversation_id})
+        return [message_from_dict(m) for m in got]
+
+    async def aadd(self, conversation_id: str, messages: Sequence[Message]) -> None:
+        payload = {"conversation_id": conversation_id, "messages": [message_to_dict(m) for m in messages]}
+        await self._dispatch(self._seams["add"], payload)
+
+    async def aclear(self, conversation_id: str) -> None:
+        await self._dispatch(self._seams["clear"], {"conversation_id": conversation_id})
+
+    def get(self, conversation_id: str) -> list[Message]:
+        raise self._blocking("get")
+
+    def add(self, conversation_id: str, messages: Sequence[Message]) -> None:
+        raise self._blocking("add")
+
+    def clear(self, conversation_id: str) -> None:
+        raise self._blocking("clear")
+
+    def _blocking(self, op: str) -> ChainConfigurationError:
+        return ChainConfigurationError(
+            f"memory.{op}() blocks, and workflow code must not; inside a durable run use "
+            f"`await memory.a{op}(...)`, which runs as the seam {self._seams[op]!r}"
+        )
+
+
+class DurableToolError(Exception):
+    """A tool failed inside its activity or step; the message is the original error's type and text."""
+
+
+class _ResultRecorder:
+    """The outermost advisor of a durable run: keeps the final response for the run's result."""
+
+    name = "DurableResultRecorder"
+    order = Ordered.HIGHEST_PRECEDENCE
+
+    def __init__(self) -> None:
+        self.response: ChatResponse | None = None
+
+    async def advise_call(self, request: ChatClientRequest, chain: CallAdvisorChain) -> ChatClientResponse:
+        response = await chain.next_call(request)
+        self.response = response.chat_response
+        return response
+
+
+# -- the run ----------------------------------------------------------------------------------------
+
+
+def run_input(
+    user: str | None,
+    *,
+    messages: Iterable[Message] = (),
+    system: str | None = None,
+    conversation_id: str | None = None,
+    tool_context: Mapping[str, Any] | None = None,
+    stream: bool = False,
+) -> dict[str, Any]:
+    """The JSON-safe input of a durable run (checked here, so bad input fails at the caller)."""
+    if user is not None and not isinstance(user, str):
+        raise ChainConfigurationError(f"the user text must be a str, got {user!r}")
+    if conversation_id is not None and (not isinstance(conversation_id, str) or not conversation_id):
+        raise ChainConfigurationError(f"conversation_id must be a non-empty str, got {conversation_id!r}")
+    return {
+        "user": user,
+        "messages": [message_to_dict(m) for m in messages],
+        "system": system,
+        "conversation_id": conversation_id,
+        "tool_context": dict(tool_context or {}),
+        "stream": stream,
+    }
+
+
+async def run_agent(
+    parts: DurableParts, payload: Mapping[str, Any], dispatch: Dispatch, output_type: Any
+) -> dict[str, Any]:
+    """Workflow code: one request through the agent's chain, its seams dispatched to the engine.
+    Returns ``{"output": ..., "response": ...}`` (JSON-safe)."""
+    client, recorder = parts.workflow_client(dispatch, bool(payload["stream"]))
+    spec = client.prompt()
+    if payload["system"] is not None:
+        spec.system(payload["system"])
+    spec.messages([message_from_dict(m) for m in payload["messages"]])
+    if payload["user"] is not None:
+        spec.user(payload["user"])
+    if payload["conversation_id"] is not None:
+        spec.param(ChatMemory.CONVERSATION_ID, payload["conversation_id"])
+    if payload["tool_context"]:
+        spec.tool_context(payload["tool_context"])
+    if output_type is None:
+        output: Any = await spec.acall().content()
+    else:
+        value = await spec.acall().entity(output_type)
+        output = TypeAdapter(output_type).dump_python(value, mode="json")
+    response = recorder.response
+    return {"output": output, "response": None if response is None else response_to_dict(response)}
+
+
+def run_result(data: Mapping[str, Any], output_type: Any) -> DurableResult[Any]:
+    """The caller's DurableResult from ``run_agent``'s JSON-safe result."""
+    output = data["output"]
+    if output_type is not None:
+        output = TypeAdapter(output_type).validate_python(output)
+    response = data["response"]
+    return DurableResult(output, None if response is None else response_from_dict(response))

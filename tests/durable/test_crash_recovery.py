@@ -1,0 +1,81 @@
+"""A 3-round tool loop whose worker is SIGKILLed during round 2 and restarted: the run finishes,
+round 1's model and tool calls ran exactly once, and the stored conversation is exact — on
+Temporal and on DBOS (SQLite and PostgreSQL)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from pathlib import Path
+
+import pytest
+from agent_app import stored
+from scripted_server import FINAL, ScriptedServer
+from worker_processes import Workers
+
+from advisorchain import AssistantMessage, UserMessage
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+
+def _tool_calls(tool_file: Path) -> list[str]:
+    return tool_file.read_text(encoding="utf-8").split()
+
+
+def _assert_ran_once_except_the_killed_round(server: ScriptedServer, model: str) -> None:
+    assert server.counts[(model, 1)] == 1  # round 1: recorded, never repeated
+    assert server.counts[(model, 2)] == 2  # round 2: cut by the kill, retried once
+    assert server.counts[(model, 3)] == 1
+
+
+async def test_temporal_run_survives_a_killed_worker(
+    server: ScriptedServer, temporal_env: object, workers: Workers, tmp_path: Path
+) -> None:
+    from agent_app import build_client
+    from temporalio.testing import WorkflowEnvironment
+
+    from advisorchain.durable.temporal import TemporalAgent
+
+    assert isinstance(temporal_env, WorkflowEnvironment)
+    model, queue = f"hang2-{uuid.uuid4().hex}", f"q-{uuid.uuid4().hex}"
+    tool_file, memory_db = tmp_path / "tools.txt", tmp_path / "memory.sqlite"
+    target = temporal_env.client.service_client.config.target_host
+    args = ("temporal", target, queue, server.base_url, model, str(tool_file), str(memory_db))
+    first = workers.start(*args)
+    # The caller needs only the agent's names: its client builds the same agent without serving it.
+    agent = TemporalAgent(build_client(server.base_url, model, tool_file, memory_db), name="crashtest")
+    handle = await agent.start(
+        temporal_env.client, "Record 1 and 2.", id=f"run-{model}", task_queue=queue, conversation_id="c1"
+    )
+    await asyncio.to_thread(server.wait_for, model, 2)
+    workers.kill(first)
+    workers.start(*args)
+    result = await agent.result(handle)
+
+    assert result.output == FINAL
+    _assert_ran_once_except_the_killed_round(server, model)
+    assert _tool_calls(tool_file) == ["1", "2"]
+    assert stored(memory_db, "c1") == [UserMessage("Record 1 and 2."), AssistantMessage(FINAL)]
+
+
+async def test_dbos_run_survives_a_killed_process(
+    server: ScriptedServer, system_db: str, workers: Workers, tmp_path: Path
+) -> None:
+    model, workflow_id = f"hang2-{uuid.uuid4().hex}", f"run-{uuid.uuid4().hex}"
+    tool_file, memory_db, result_file = (
+        tmp_path / "tools.txt",
+        tmp_path / "memory.sqlite",
+        tmp_path / "result.json",
+    )
+    common = (server.base_url, model, str(tool_file), str(memory_db), str(result_file))
+    first = workers.start("dbos", system_db, "start", workflow_id, *common)
+    await asyncio.to_thread(server.wait_for, model, 2)
+    workers.kill(first)
+    second = workers.start("dbos", system_db, "finish", workflow_id, *common, wait_ready=False)
+    assert await asyncio.to_thread(second.wait, 60) == 0
+
+    assert json.loads(result_file.read_text(encoding="utf-8")) == {"output": FINAL}
+    _assert_ran_once_except_the_killed_round(server, model)
+    assert _tool_calls(tool_file) == ["1", "2"]
+    assert stored(memory_db, "c1") == [UserMessage("Record 1 and 2."), AssistantMessage(FINAL)]

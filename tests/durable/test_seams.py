@@ -1,0 +1,92 @@
+"""The engine-neutral half: what crosses a seam survives the trip, and workflow code never blocks."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from advisorchain import (
+    AssistantMessage,
+    ChainConfigurationError,
+    ChatClient,
+    ChatOptions,
+    MessageChatMemoryAdvisor,
+    SystemMessage,
+    ToolCall,
+    ToolResponse,
+    ToolResponseMessage,
+    UserMessage,
+    tool,
+)
+from advisorchain.durable._agent import DurableParts
+from advisorchain.durable._codec import prompt_from_dict, prompt_to_dict, response_from_dict, response_to_dict
+from advisorchain.memory import InMemoryChatMemoryRepository, MessageWindowChatMemory
+from advisorchain.model import ChatResponse, Prompt, Usage
+from advisorchain.testing import ScriptedChatModel
+
+
+@tool
+def lookup(city: str) -> str:
+    """Look a city up."""
+    return city
+
+
+text = st.text(max_size=40)
+
+
+@given(system=text, user=text, args=text, answer=st.one_of(st.none(), text))
+def test_a_prompt_survives_the_trip_with_its_tools_as_definitions(
+    system: str, user: str, args: str, answer: str | None
+) -> None:
+    history = (
+        SystemMessage(system),
+        UserMessage(user, {"k": "v"}),
+        AssistantMessage(answer, [ToolCall("c1", "lookup", args)]),
+        ToolResponseMessage([ToolResponse("c1", "lookup", args)]),
+    )
+    options = ChatOptions(
+        model="m", temperature=0.5, stop=["x"], tool_callbacks=[lookup], tool_context={"t": 1}
+    )
+    back = prompt_from_dict(prompt_to_dict(Prompt(history, options)))
+
+    assert back.instructions == history
+    assert back.options is not None
+    assert [cb.definition for cb in back.options.tool_callbacks] == [lookup.definition]
+    assert (back.options.model, back.options.temperature, back.options.stop) == ("m", 0.5, ("x",))
+    assert back.options.tool_context == {"t": 1}
+
+
+@given(answer=st.one_of(st.none(), text), tokens=st.integers(0, 10**6))
+def test_a_response_survives_the_trip(answer: str | None, tokens: int) -> None:
+    response = ChatResponse.of(AssistantMessage(answer), "stop", Usage(tokens, 1), id="r1", model="m")
+    assert response_from_dict(response_to_dict(response)) == response
+
+
+async def test_a_tool_in_a_model_activity_cannot_run() -> None:
+    options = prompt_from_dict(
+        prompt_to_dict(Prompt([UserMessage("hi")], ChatOptions(tool_callbacks=[lookup])))
+    ).options
+    assert options is not None
+    with pytest.raises(ChainConfigurationError, match="'lookup' was called inside a model activity"):
+        await options.tool_callbacks[0].call("{}", None)
+
+
+async def test_memory_in_workflow_code_refuses_to_block_and_names_its_async_form() -> None:
+    memory = MessageWindowChatMemory(InMemoryChatMemoryRepository())
+    parts = DurableParts(
+        ChatClient(ScriptedChatModel(["hi"]), default_advisors=[MessageChatMemoryAdvisor(memory)]), "a"
+    )
+
+    async def dispatch(seam: str, payload: object) -> object:
+        raise AssertionError(seam)
+
+    client, _ = parts.workflow_client(dispatch, stream=False)
+    seam = client.default_advisors[0].chat_memory  # type: ignore[attr-defined]
+    with pytest.raises(ChainConfigurationError, match=r"await memory.aget\(...\)"):
+        seam.get("c1")
+
+
+def test_two_tools_of_one_name_are_refused_naming_it() -> None:
+    with pytest.raises(ChainConfigurationError, match="'lookup'"):
+        DurableParts(ChatClient(ScriptedChatModel(["hi"]), default_tools=[lookup]), "a", tools=[lookup])

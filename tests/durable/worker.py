@@ -1,0 +1,94 @@
+"""A worker process for the crash tests: serves the test agent on Temporal or DBOS until killed.
+
+    python worker.py temporal TARGET TASK_QUEUE BASE_URL MODEL TOOL_FILE MEMORY_DB
+    python worker.py dbos SYSTEM_DB_URL start|finish WORKFLOW_ID BASE_URL MODEL TOOL_FILE MEMORY_DB RESULT_FILE
+
+``dbos ... start`` launches DBOS, starts the run and waits to be killed; ``dbos ... finish``
+launches DBOS (which resumes the pending run), waits for the run and writes its result as JSON.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from datetime import timedelta
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from agent_app import build_client
+
+AGENT_NAME = "crashtest"
+TIMEOUT = timedelta(seconds=2)
+
+
+async def temporal_worker(
+    target: str, task_queue: str, base_url: str, model: str, tool_file: str, memory_db: str
+) -> None:
+    from temporalio.client import Client
+    from temporalio.worker import Worker
+
+    from advisorchain.durable.temporal import TemporalAgent
+
+    agent = TemporalAgent(
+        build_client(base_url, model, Path(tool_file), Path(memory_db)),
+        name=AGENT_NAME,
+        start_to_close_timeout=TIMEOUT,
+    )
+    client = await Client.connect(target)
+    # No sticky cache: a replacement worker takes over the run's next workflow task at once.
+    async with Worker(
+        client,
+        task_queue=task_queue,
+        workflows=[agent.workflow],
+        activities=agent.activities,
+        max_cached_workflows=0,
+    ):
+        print("READY", flush=True)
+        await asyncio.Event().wait()
+
+
+def dbos_worker(
+    url: str,
+    mode: str,
+    workflow_id: str,
+    base_url: str,
+    model: str,
+    tool_file: str,
+    memory_db: str,
+    result_file: str,
+) -> None:
+    from dbos import DBOS
+
+    from advisorchain.durable.dbos import DBOSAgent
+
+    agent = DBOSAgent(build_client(base_url, model, Path(tool_file), Path(memory_db)), name=AGENT_NAME)
+    DBOS(
+        config={
+            "name": "advisorchain-durable-test",
+            "system_database_url": url,
+            "notification_listener_polling_interval_sec": 0.05,
+        }
+    )
+    DBOS.launch()
+
+    async def main() -> object:
+        if mode == "start":
+            await agent.start("Record 1 and 2.", conversation_id="c1", workflow_id=workflow_id)
+            print("READY", flush=True)
+            await asyncio.Event().wait()
+        return (await agent.result(workflow_id)).output
+
+    try:
+        output = asyncio.run(main())
+    finally:
+        DBOS.destroy()
+    Path(result_file).write_text(json.dumps({"output": output}), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "temporal":
+        asyncio.run(temporal_worker(*sys.argv[2:8]))
+    else:
+        dbos_worker(*sys.argv[2:10])
