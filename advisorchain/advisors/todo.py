@@ -15,7 +15,7 @@ from ..messages import ToolResponseMessage
 from ..model import ChatClientRequest
 from .base import BaseAdvisor
 from .chain import CallAdvisorChain, StreamAdvisorChain
-from .vocabulary import TODO_REMINDER_ORDER, check_order
+from .vocabulary import REMINDER_ORDER, check_order
 
 __all__ = ["TodoReminderAdvisor"]
 
@@ -36,7 +36,7 @@ class TodoReminderAdvisor(BaseAdvisor):
         self,
         threshold: int = 3,
         reminder: str = "<reminder>Update your todos.</reminder>",
-        order: int = TODO_REMINDER_ORDER,
+        order: int = REMINDER_ORDER,
         *,
         todo_tool_name: str = "todo_write",
     ) -> None:

@@ -26,7 +26,7 @@ MEMORY_ORDER = Ordered.HIGHEST_PRECEDENCE + 200
 """MessageChatMemoryAdvisor: outside the tool loop (one exchange per request)."""
 TOOL_CALLING_ORDER = Ordered.HIGHEST_PRECEDENCE + 300
 """ToolCallingAdvisor: owns the loop; advisors with a greater order run on every round."""
-TODO_REMINDER_ORDER = TOOL_CALLING_ORDER + 100
+REMINDER_ORDER = TOOL_CALLING_ORDER + 100
 """TodoReminderAdvisor: inside the loop."""
 STRUCTURED_OUTPUT_ORDER = Ordered.LOWEST_PRECEDENCE - 2000
 """StructuredOutputValidationAdvisor: late, so each final answer of the loop is validated."""
