@@ -18,6 +18,7 @@ refer to each other; ``advisorchain.advisors.api`` re-exports the whole contract
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from typing import Generic, Protocol, Self, TypeAlias, TypeVar, runtime_checkable
@@ -259,6 +260,8 @@ class CallAdvisorChain(AdvisorChain[Advisor]):
             response = await self._model.call(prompt)
         if not isinstance(response, ChatResponse):
             raise ModelError(f"{type(self._model).__name__}.call() returned {response!r}, not a ChatResponse")
+        if response.has_tool_calls():
+            response = _with_unique_call_ids(response, set())
         return ChatClientResponse(response, request.context)
 
 
@@ -297,13 +300,40 @@ class StreamAdvisorChain(AdvisorChain[Advisor]):
 
     async def _stream_model(self, request: ChatClientRequest) -> AsyncIterator[ChatClientResponse]:
         context = request.context
+        call_ids: set[str] = set()  # tool calls come whole, possibly over several chunks
         async with closing(self._model.stream(_model_prompt(request))) as stream:
             async for chunk in stream:
                 if not isinstance(chunk, ChatResponse):
                     raise ModelError(
                         f"{type(self._model).__name__}.stream() yielded {chunk!r}, not a ChatResponse"
                     )
+                if chunk.has_tool_calls():
+                    chunk = _with_unique_call_ids(chunk, call_ids)
                 yield ChatClientResponse(chunk, context)
+
+
+def _with_unique_call_ids(response: ChatResponse, seen: set[str]) -> ChatResponse:
+    """``response`` with each tool call's id unique within the answer (``seen`` holds the ids met
+    so far): a repeated id gets a ``_2``, ``_3``... suffix. Providers have been seen repeating ids
+    (or sending none); two calls under one id would be answered under one id, and the provider
+    could not tell their results apart."""
+    generations = []
+    changed = False
+    for generation in response.generations:
+        calls = []
+        for call in generation.output.tool_calls:
+            new_id, n = call.id, 1
+            while new_id in seen:
+                n += 1
+                new_id = f"{call.id}_{n}"
+            seen.add(new_id)
+            changed = changed or new_id != call.id
+            calls.append(call if new_id == call.id else dataclasses.replace(call, id=new_id))
+        output = (
+            dataclasses.replace(generation.output, tool_calls=tuple(calls)) if changed else generation.output
+        )
+        generations.append(dataclasses.replace(generation, output=output) if changed else generation)
+    return dataclasses.replace(response, generations=tuple(generations)) if changed else response
 
 
 def _record_chunks(span: Span, chunks: list[ChatClientResponse]) -> None:

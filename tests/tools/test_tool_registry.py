@@ -112,3 +112,23 @@ async def test_arguments_are_parsed_once_and_handed_over_parsed_when_the_tool_ta
     assert await ChatClient(model).prompt("q").tools(raw, parsed).acall().content() == "done"
     assert raw.seen == ['{"x": 1}']
     assert parsed.parsed == [{"x": 2}] and parsed.seen == []
+
+
+@pytest.mark.parametrize("path", ["call", "stream"])
+async def test_tool_calls_sharing_an_id_are_each_answered_under_their_own_id(path: str) -> None:
+    model = ScriptedChatModel(
+        [
+            AssistantMessage(
+                None, [ToolCall("dup", "ping", '{"host": "a"}'), ToolCall("dup", "ping", '{"host": "b"}')]
+            ),
+            "done",
+        ]
+    )
+    spec = ChatClient(model).prompt("q").tools(ping)
+    if path == "call":
+        assert await spec.acall().content() == "done"
+    else:
+        assert [t async for t in spec.astream().content()] == ["done"]
+    asked, answered = model.prompts[1].instructions[-2:]
+    assert [c.id for c in asked.tool_calls] == ["dup", "dup_2"]  # type: ignore[union-attr]
+    assert [(r.id, r.response_data) for r in answered.responses] == [("dup", "pong a"), ("dup_2", "pong b")]  # type: ignore[union-attr]
