@@ -22,6 +22,7 @@ from .advisors.api import (
     ToolAdvisor,
     check_advisor,
 )
+from .advisors.memory import conversation_turns
 from .errors import ChainConfigurationError
 from .memory.api import ChatMemory
 from .messages import AssistantMessage, Message, SystemMessage, ToolResponseMessage, UserMessage
@@ -272,19 +273,32 @@ class _Request:
 
     async def call(self, model: ChatModel) -> ChatClientResponse:
         chain = CallAdvisorChain([a for a in self.advisors if hasattr(a, "advise_call")], model)
-        if obs.tracing_enabled():
-            with obs.span("advisorchain request", {"advisorchain.advisors": [a.name for a in self.advisors]}):
-                return await chain.next_call(self.request)
-        return await chain.next_call(self.request)
+        # One turn per conversation at a time (memory advisors); released on error or cancellation.
+        async with conversation_turns(self.advisors, self.request) as request:
+            if obs.tracing_enabled():
+                with obs.span(
+                    "advisorchain request", {"advisorchain.advisors": [a.name for a in self.advisors]}
+                ):
+                    return await chain.next_call(request)
+            return await chain.next_call(request)
 
     def stream(self, model: ChatModel) -> AsyncIterator[ChatClientResponse]:
         chain = StreamAdvisorChain([a for a in self.advisors if hasattr(a, "advise_stream")], model)
-        source = chain.next_stream(self.request)
+        source = self._held_stream(chain)
         if obs.tracing_enabled():
             return obs.traced_stream(
                 "advisorchain request", source, {"advisorchain.advisors": [a.name for a in self.advisors]}
             )
         return source
+
+    async def _held_stream(self, chain: StreamAdvisorChain) -> AsyncIterator[ChatClientResponse]:
+        async with conversation_turns(self.advisors, self.request) as request:
+            source = chain.next_stream(request)
+            try:
+                async for chunk in source:
+                    yield chunk
+            finally:
+                await close_stream(source)
 
 
 class AsyncCallResponseSpec:

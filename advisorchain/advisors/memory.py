@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 from .._streams import close_stream
+from ..memory._lock import conversation_lock, lock_key
 from ..memory.api import ChatMemory
 from ..messages import AssistantMessage, Message, SystemMessage, ToolResponseMessage, UserMessage
 from ..model import ChatClientMessageAggregator, ChatResponse
@@ -26,7 +29,7 @@ from .api import (
     StreamAdvisorChain,
 )
 
-__all__ = ["MessageChatMemoryAdvisor"]
+__all__ = ["MessageChatMemoryAdvisor", "conversation_turns"]
 
 
 class MessageChatMemoryAdvisor(MemoryAdvisor):
@@ -34,12 +37,16 @@ class MessageChatMemoryAdvisor(MemoryAdvisor):
 
     Before the model: loads the history of the request's conversation (request param
     ``ChatMemory.CONVERSATION_ID``, else ``conversation_id``), prepends it unless the prompt already
-    holds it (as one contiguous run), moves system messages first, and stores the newest user or
-    tool-response message. After: stores the response's assistant message(s).
+    holds it (as one contiguous run) and moves system messages first.
 
-    Streams are aggregated and the answer stored when the stream ends; a stream that fails or that
-    the consumer abandons stores nothing of the answer (the request's message, stored before the
-    model was called, stays). Memory is read and written without blocking the event loop.
+    Nothing half-done is stored. Outside the tool loop the user message and the answer are stored
+    together, once the answer is complete; a failed, cancelled or abandoned call stores nothing.
+    Inside the loop each round's assistant tool-call message is stored together with its tool
+    responses (the first round with the user message), and the prompt of every round holds the
+    current question and whole rounds only: when the memory's window is too small, older turns
+    go first, then the oldest rounds of this turn. Through a ``ChatClient``, turns on one
+    conversation never interleave (see ``conversation_turns``). Memory is read and written
+    without blocking the event loop.
 
     >>> memory = MessageWindowChatMemory(SQLiteChatMemoryRepository("chat.db"))
     >>> client = ChatClient(model, default_advisors=[MessageChatMemoryAdvisor(memory)])
@@ -71,17 +78,16 @@ class MessageChatMemoryAdvisor(MemoryAdvisor):
         return self._order
 
     async def advise_call(self, request: ChatClientRequest, chain: CallAdvisorChain) -> ChatClientResponse:
-        conversation_id = self._conversation_id(request)
-        response = await chain.next_call(await self._before(request, conversation_id))
-        if response.chat_response is not None:
-            await self._store_answer(conversation_id, response.chat_response)
+        request, turn = await self._before(request)
+        response = await chain.next_call(request)
+        await self._after(turn, response.chat_response)
         return response
 
     async def advise_stream(
         self, request: ChatClientRequest, chain: StreamAdvisorChain
     ) -> AsyncIterator[ChatClientResponse]:
-        conversation_id = self._conversation_id(request)
-        stream = chain.next_stream(await self._before(request, conversation_id))
+        request, turn = await self._before(request)
+        stream = chain.next_stream(request)
         chunks: list[ChatResponse] = []
         round_seen: object = None
         try:
@@ -99,31 +105,184 @@ class MessageChatMemoryAdvisor(MemoryAdvisor):
             await close_stream(stream)
         # Reached only when the stream ended normally: a cancelled or failed stream stores nothing.
         if chunks:
-            await self._store_answer(conversation_id, ChatClientMessageAggregator.aggregate(chunks))
+            await self._after(turn, ChatClientMessageAggregator.aggregate(chunks))
 
-    def _conversation_id(self, request: ChatClientRequest) -> str:
+    def conversation_of(self, request: ChatClientRequest) -> str:
+        """The conversation id ``request`` belongs to (its param, else this advisor's default)."""
         given = request.context.get(ChatMemory.CONVERSATION_ID)
         if given is None:
             return self.conversation_id
         return _check_id(given, f"request param {ChatMemory.CONVERSATION_ID!r}")
 
-    async def _before(self, request: ChatClientRequest, conversation_id: str) -> ChatClientRequest:
-        history = await _get(self.chat_memory, conversation_id)
-        instructions = list(request.prompt.instructions)
-        start = _find_run(instructions, history)
-        if start < 0:
-            start, instructions = 0, [*history, *instructions]
-        newest = _newest_user_or_tool(instructions)
-        if newest is not None and not start <= newest < start + len(history):
-            await _add(self.chat_memory, conversation_id, [instructions[newest]])
-        from_memory = {id(m) for m in instructions[start : start + len(history)]}
-        ordered = _without_unanswered_calls(_system_first(instructions), from_memory)
-        return request.copy(prompt=request.prompt.copy(instructions=ordered))
+    # -- one invocation ------------------------------------------------------------------------
 
-    async def _store_answer(self, conversation_id: str, response: ChatResponse) -> None:
+    async def _before(self, request: ChatClientRequest) -> tuple[ChatClientRequest, _Turn]:
+        conversation_id = self.conversation_of(request)
+        iteration = request.context.get(AdvisorParams.TOOL_LOOP_ITERATION)
+        turns: dict[int, _Turn] | None = request.context.get(_TURNS)
+        turn = turns.get(id(self)) if turns is not None else None
+        if turn is None or turn.conversation_id != conversation_id:
+            turn = _Turn(conversation_id)
+            turns = {**(turns or {}), id(self): turn}
+            request = request.copy(context={**request.context, _TURNS: turns})
+        turn.inside = iteration is not None
+        if iteration is None or iteration == 1 or turn.older is None:
+            instructions = await self._first_round(request, turn)
+        else:
+            instructions = await self._next_round(request, turn)
+        return request.copy(prompt=request.prompt.copy(instructions=instructions)), turn
+
+    async def _first_round(self, request: ChatClientRequest, turn: _Turn) -> list[Message]:
+        turn.restart()
+        stored = await _get(self.chat_memory, turn.conversation_id)
+        instructions = list(request.prompt.instructions)
+        start = _find_run(instructions, stored)
+        if start < 0:
+            start, instructions = 0, [*stored, *instructions]
+        from_memory = {id(m) for m in instructions[start : start + len(stored)]}
+        newest = _newest_user_or_tool(instructions)
+        if newest is not None and id(instructions[newest]) in from_memory:
+            newest = None
+        ordered = _without_unanswered_calls(_system_first(instructions), from_memory)
+        systems: list[Message] = [m for m in ordered if isinstance(m, SystemMessage)]
+        rest: list[Message] = [m for m in ordered if not isinstance(m, SystemMessage)]
+        split = len(rest) if newest is None else _index_by_identity(rest, instructions[newest])
+        older, turn.older = rest[:split], rest[:split]
+        turn.messages = rest[split:]
+        turn.unstored = [instructions[newest]] if newest is not None else []
+        return _fit(systems, older, turn.messages, self._budget()) if turn.inside else ordered
+
+    async def _next_round(self, request: ChatClientRequest, turn: _Turn) -> list[Message]:
+        """A later round of the tool loop: the round before is now whole; store it, then send the
+        question and the rounds that fit."""
+        systems: list[Message] = [m for m in request.prompt.instructions if isinstance(m, SystemMessage)]
+        known = turn.messages
+        new = [
+            m
+            for m in request.prompt.instructions
+            if not isinstance(m, SystemMessage) and not any(m == k for k in known)
+        ]
+        turn.messages = [*known, *new]
+        turn.unstored.extend(new)
+        await self._store(turn, [])
+        return _fit(systems, turn.older or [], turn.messages, self._budget())
+
+    async def _after(self, turn: _Turn, response: ChatResponse | None) -> None:
+        if response is None:
+            return
         answers: list[Message] = [g.output for g in response.generations]
-        if answers:
-            await _add(self.chat_memory, conversation_id, answers)
+        if turn.inside and any(isinstance(a, AssistantMessage) and a.tool_calls for a in answers):
+            # Its tool responses come in the next round; the call is stored with them.
+            turn.messages.extend(answers)
+            turn.unstored.extend(answers)
+            return
+        if turn.inside:
+            turn.messages.extend(answers)
+        await self._store(turn, answers)
+
+    async def _store(self, turn: _Turn, answers: list[Message]) -> None:
+        messages = [*turn.unstored, *answers]
+        turn.unstored = []
+        if messages:
+            await _add(self.chat_memory, turn.conversation_id, messages)
+
+    async def _finish(self, turn: _Turn) -> None:
+        """The turn ended well: store what waits (a tool-call round the loop ended on, e.g. return
+        direct or an approval pause, whose tool responses will never reach this advisor)."""
+        await self._store(turn, [])
+
+    def _budget(self) -> int | None:
+        size = getattr(self.chat_memory, "max_messages", None)
+        return size if isinstance(size, int) and not isinstance(size, bool) and size > 0 else None
+
+
+@asynccontextmanager
+async def conversation_turns(
+    advisors: Sequence[object], request: ChatClientRequest
+) -> AsyncIterator[ChatClientRequest]:
+    """Hold the turn of every conversation the memory advisors among ``advisors`` use for ``request``.
+
+    The ChatClient runs each request inside this: a second request on a conversation whose turn is
+    still running waits for it (across processes too, when the memory's repository can lock), so
+    turns never interleave; an error or cancellation releases the turn. Yields the request to run.
+    """
+    memories = [a for a in advisors if isinstance(a, MessageChatMemoryAdvisor)]
+    if not memories:
+        yield request
+        return
+    turns = {id(a): _Turn(a.conversation_of(request)) for a in memories}
+    request = request.copy(context={**request.context, _TURNS: turns})
+    locks = {lock_key(a.chat_memory, turns[id(a)].conversation_id): a for a in memories}
+    async with AsyncExitStack() as stack:
+        for key in sorted(locks):  # one global order: two requests never wait on each other
+            advisor = locks[key]
+            await stack.enter_async_context(
+                conversation_lock(advisor.chat_memory, turns[id(advisor)].conversation_id)
+            )
+        yield request
+        for advisor in memories:
+            await advisor._finish(turns[id(advisor)])
+
+
+_TURNS = "advisorchain.memory.turns"
+"""Request-context key: per memory advisor (by id), the state of the turn in progress."""
+
+
+@dataclass(eq=False)
+class _Turn:
+    """One turn of one conversation as a memory advisor sees it.
+
+    ``older`` is the history before the turn, ``messages`` the turn so far (its question, then each
+    round), ``unstored`` those not stored yet (a tool-call message waits for its tool responses).
+    """
+
+    conversation_id: str
+    inside: bool = False
+    older: list[Message] | None = None
+    messages: list[Message] = field(default_factory=list)
+    unstored: list[Message] = field(default_factory=list)
+
+    def restart(self) -> None:
+        self.older, self.messages, self.unstored = None, [], []
+
+
+def _index_by_identity(messages: Sequence[Message], target: Message) -> int:
+    for i, m in enumerate(messages):
+        if m is target:
+            return i
+    return len(messages)
+
+
+def _fit(
+    systems: list[Message], older: Sequence[Message], turn: Sequence[Message], budget: int | None
+) -> list[Message]:
+    """The prompt of a round inside the loop, within ``budget`` messages where possible.
+
+    Older turns go first (whole turns, oldest first), then the oldest whole rounds of this turn;
+    the question (the turn's first group) and the newest round are always kept, so a tool response
+    never goes without its tool call.
+    """
+    count = len(systems) + len(older) + len(turn)
+    if budget is None or count <= budget:
+        return [*systems, *older, *turn]
+    older_groups = _groups(older, UserMessage)
+    while older_groups and count > budget:
+        count -= len(older_groups.pop(0))
+    rounds = _groups(turn, AssistantMessage)
+    while len(rounds) > 2 and count > budget:
+        count -= len(rounds.pop(1))
+    return [*systems, *(m for g in older_groups for m in g), *(m for g in rounds for m in g)]
+
+
+def _groups(messages: Sequence[Message], starter: type) -> list[list[Message]]:
+    """``messages`` cut before every message of type ``starter`` (a leading run forms a group)."""
+    groups: list[list[Message]] = []
+    for m in messages:
+        if not groups or isinstance(m, starter):
+            groups.append([m])
+        else:
+            groups[-1].append(m)
+    return groups
 
 
 def _check_id(value: object, what: str) -> str:

@@ -15,10 +15,12 @@ import contextvars
 import copy
 import functools
 import inspect
+import queue
 import re
+import threading
 import weakref
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, Future
 from typing import Any, Generic, ParamSpec, TypeVar, overload
 
 import pydantic_core
@@ -243,10 +245,65 @@ def _is_tool_attr(value: object) -> bool:
     return True
 
 
+class _ToolThreads(Executor):
+    """Threads for sync tools: an idle thread is reused, and a new one starts when none is idle.
+
+    There is no upper bound on purpose: a sync tool may make a blocking advisorchain call (a
+    sub-agent) whose own sync tools need threads while it waits, so any bound can be exhausted by
+    enough nested calls at once and every one of them would wait forever. Threads idle for
+    ``idle_timeout`` seconds end, so a burst leaves nothing behind.
+    """
+
+    def __init__(self, idle_timeout: float = 30.0) -> None:
+        self._idle_timeout = idle_timeout
+        self._mutex = threading.Lock()
+        self._idle = 0
+        self._queue: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+
+    def submit(self, fn: Callable[..., R], /, *args: Any, **kwargs: Any) -> Future[R]:
+        future: Future[R] = Future()
+
+        def work() -> None:
+            if not future.set_running_or_notify_cancel():
+                return
+            try:
+                result = fn(*args, **kwargs)
+            except BaseException as exc:
+                future.set_exception(exc)
+            else:
+                future.set_result(result)
+
+        with self._mutex:
+            if self._idle:
+                self._idle -= 1
+                self._queue.put(work)
+                return future
+        threading.Thread(target=self._worker, args=(work,), name="advisorchain-tool", daemon=True).start()
+        return future
+
+    def _worker(self, work: Callable[[], None]) -> None:
+        while True:
+            work()
+            del work
+            with self._mutex:
+                self._idle += 1
+            try:
+                work = self._queue.get(timeout=self._idle_timeout)
+                continue
+            except queue.Empty:
+                pass
+            with self._mutex:
+                try:  # work handed over just as the wait ended (the submitter counted this thread)
+                    work = self._queue.get_nowait()
+                except queue.Empty:
+                    self._idle -= 1
+                    return
+
+
 # Sync tools get threads of their own: a tool that blocks (or that a timeout abandoned) never takes a
-# thread from the loop's default pool, which memory I/O uses, and a tool may itself make a blocking
-# advisorchain call (a sub-agent) without waiting on a pool it occupies.
-_TOOL_THREADS = ThreadPoolExecutor(max_workers=32, thread_name_prefix="advisorchain-tool")
+# thread from the loop's default pool, which memory I/O uses, and nested blocking calls never wait
+# for a thread that one of their callers occupies.
+_TOOL_THREADS = _ToolThreads()
 
 
 async def _in_tool_thread(fn: Callable[..., Any], /, **kwargs: Any) -> Any:
