@@ -258,21 +258,11 @@ class _ToolThreads(Executor):
         self._idle_timeout = idle_timeout
         self._mutex = threading.Lock()
         self._idle = 0
-        self._queue: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[_Work] = queue.SimpleQueue()
 
     def submit(self, fn: Callable[..., R], /, *args: Any, **kwargs: Any) -> Future[R]:
         future: Future[R] = Future()
-
-        def work() -> None:
-            if not future.set_running_or_notify_cancel():
-                return
-            try:
-                result = fn(*args, **kwargs)
-            except BaseException as exc:
-                future.set_exception(exc)
-            else:
-                future.set_result(result)
-
+        work: _Work = (future, functools.partial(fn, *args, **kwargs))
         with self._mutex:
             if self._idle:
                 self._idle -= 1
@@ -281,12 +271,22 @@ class _ToolThreads(Executor):
         threading.Thread(target=self._worker, args=(work,), name="advisorchain-tool", daemon=True).start()
         return future
 
-    def _worker(self, work: Callable[[], None]) -> None:
+    def _worker(self, work: _Work) -> None:
         while True:
-            work()
+            future, call = work
             del work
-            with self._mutex:
-                self._idle += 1
+            if future.set_running_or_notify_cancel():
+                try:
+                    result = call()
+                except BaseException as exc:
+                    self._now_idle()  # before the caller learns the outcome, so its next call reuses us
+                    future.set_exception(exc)
+                else:
+                    self._now_idle()
+                    future.set_result(result)
+            else:
+                self._now_idle()
+            del future, call
             try:
                 work = self._queue.get(timeout=self._idle_timeout)
                 continue
@@ -298,6 +298,13 @@ class _ToolThreads(Executor):
                 except queue.Empty:
                     self._idle -= 1
                     return
+
+    def _now_idle(self) -> None:
+        with self._mutex:
+            self._idle += 1
+
+
+_Work = tuple["Future[Any]", Callable[[], Any]]
 
 
 # Sync tools get threads of their own: a tool that blocks (or that a timeout abandoned) never takes a
