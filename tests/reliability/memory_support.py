@@ -76,11 +76,18 @@ async def agent_reply(prompt: Prompt) -> AssistantMessage:
     return AssistantMessage(f"a{tag}")
 
 
-def agent_client(memory: ChatMemory, place: str, model: Any = None) -> ChatClient:
+def agent_client(
+    memory: ChatMemory,
+    place: str,
+    model: Any = None,
+    *,
+    advisors: Sequence[Any] = (),
+    tools: Sequence[Any] = (lookup,),
+) -> ChatClient:
     """A client running the scripted agent with ``memory`` inside or outside the tool loop."""
     advisor = MessageChatMemoryAdvisor(memory, order=PLACES[place])
     return ChatClient(
-        model or FunctionChatModel(agent_reply), default_advisors=[advisor], default_tools=[lookup]
+        model or FunctionChatModel(agent_reply), default_advisors=[advisor, *advisors], default_tools=tools
     )
 
 
