@@ -45,13 +45,26 @@ def _check_name(name: str) -> str:
     return name
 
 
-def encode_result(result: Any) -> str:
-    """A tool's return value as the text the model receives: str as is, None as "", else JSON."""
+def encode_result(result: Any, tool_name: str | None = None) -> str:
+    """A tool's return value as the text the model receives: str as is, None as "", else JSON.
+
+    A value JSON cannot express (an arbitrary object, bytes that are not UTF-8, a circular
+    structure) is a TypeError naming the tool and the value; nothing is made up in its place.
+    """
     if isinstance(result, str):
         return result
     if result is None:
         return ""
-    return pydantic_core.to_json(result, fallback=str).decode()
+    try:
+        return pydantic_core.to_json(result).decode()
+    except (pydantic_core.PydanticSerializationError, ValueError, TypeError) as exc:
+        preview = repr(result)
+        preview = preview if len(preview) <= 80 else preview[:80] + "..."
+        who = f"tool {tool_name!r}" if tool_name else "a tool"
+        raise TypeError(
+            f"{who} returned {preview}, which cannot be sent to the model as JSON ({exc}); return a "
+            "str or a JSON value (dict, list, number, bool, pydantic model, dataclass)"
+        ) from exc
 
 
 class FunctionTool(Generic[P, R]):
@@ -156,7 +169,7 @@ class FunctionTool(Generic[P, R]):
             result = await target(**kwargs)
         else:
             result = await _in_tool_thread(target, **kwargs)
-        return encode_result(result)
+        return encode_result(result, self._name)
 
 
 @overload
