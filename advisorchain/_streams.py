@@ -1,8 +1,20 @@
-"""Closing async iterators: the one place that knows a stream may or may not have ``aclose``."""
+"""Stream plumbing, in one place: closing a stream after ``async for``, collecting one, and tapping
+one (re-yielding every item and handing them all over once it ended normally).
+
+A stream here is any async iterator: async generators can be closed (``aclose``), a plain async
+iterator may not be. Every module that consumes a stream goes through these helpers, so an early
+stop, an error or a cancellation always closes what was opened.
+"""
 
 from __future__ import annotations
 
-__all__ = ["close_stream"]
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import TypeVar
+
+__all__ = ["close_stream", "closing", "collect", "tap"]
+
+T = TypeVar("T")
 
 
 async def close_stream(stream: object) -> None:
@@ -10,3 +22,32 @@ async def close_stream(stream: object) -> None:
     aclose = getattr(stream, "aclose", None)
     if aclose is not None:
         await aclose()
+
+
+@asynccontextmanager
+async def closing(stream: AsyncIterator[T]) -> AsyncIterator[AsyncIterator[T]]:
+    """``async with closing(s) as s: async for x in s: ...`` — ``s`` is closed however the block ends."""
+    try:
+        yield stream
+    finally:
+        await close_stream(stream)
+
+
+async def collect(stream: AsyncIterator[T]) -> list[T]:
+    """Every item of ``stream``, which is closed afterwards (also when it fails)."""
+    async with closing(stream):
+        return [item async for item in stream]
+
+
+async def tap(stream: AsyncIterator[T], on_end: Callable[[list[T]], Awaitable[None]]) -> AsyncIterator[T]:
+    """Re-yield ``stream``; once it has ended normally, await ``on_end`` with every item.
+
+    A stream that fails, is cancelled or is abandoned by its consumer never reaches ``on_end``
+    (nothing half-done is reported or stored).
+    """
+    items: list[T] = []
+    async with closing(stream):
+        async for item in stream:
+            items.append(item)
+            yield item
+    await on_end(items)

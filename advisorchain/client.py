@@ -11,24 +11,25 @@ from typing import Any, TypeVar, overload
 
 from . import _sync
 from . import observability as obs
-from ._streams import close_stream
-from .advisors.api import (
-    AdvisorParams,
+from ._streams import closing
+from ._tool_types import ToolCallback
+from .advisors.chain import (
+    Advisor,
     CallAdvisorChain,
-    ChatClientRequest,
-    ChatClientResponse,
-    MemoryAdvisor,
     StreamAdvisorChain,
-    ToolAdvisor,
+    assemble_advisors,
     check_advisor,
 )
 from .advisors.memory import conversation_turns
+from .advisors.structured_output import StructuredOutputValidationAdvisor
+from .advisors.tool_calling import ToolCallingAdvisor
+from .advisors.vocabulary import AdvisorParams
 from .errors import ChainConfigurationError
-from .memory.api import ChatMemory
+from .memory.api import conversation_id_of
 from .messages import AssistantMessage, Message, SystemMessage, ToolResponseMessage, UserMessage
-from .model import ChatModel, ChatOptions, ChatResponse, Prompt
+from .model import ChatClientRequest, ChatClientResponse, ChatModel, ChatOptions, ChatResponse, Prompt
 from .output import converter_for
-from .tools.api import ToolCallback
+from .tools.function import tool_callbacks
 
 __all__ = [
     "AsyncCallResponseSpec",
@@ -53,22 +54,7 @@ def _check_model(model: object) -> ChatModel:
 
 
 def _to_tool_callbacks(tools: Sequence[object]) -> tuple[ToolCallback, ...]:
-    if not tools:
-        return ()
-    from .tools import tool_callbacks
-
-    return tuple(tool_callbacks(*tools))
-
-
-def _check_unique_tools(callbacks: Sequence[ToolCallback]) -> None:
-    seen: set[str] = set()
-    for cb in callbacks:
-        name = cb.definition.name
-        if name in seen:
-            raise ChainConfigurationError(
-                f"two tools are named {name!r} in one request; tool names must be unique"
-            )
-        seen.add(name)
+    return tuple(tool_callbacks(*tools)) if tools else ()
 
 
 class ChatClient:
@@ -88,9 +74,7 @@ class ChatClient:
         tool_calling_auto_register: bool = True,
     ) -> None:
         self.model = _check_model(model)
-        self.default_advisors: tuple[object, ...] = tuple(default_advisors)
-        for advisor in self.default_advisors:
-            check_advisor(advisor)
+        self.default_advisors: tuple[Advisor, ...] = _checked_advisors(default_advisors)
         self.default_system = default_system
         self.default_tools: tuple[ToolCallback, ...] = _to_tool_callbacks(tuple(default_tools))
         self.default_options = default_options
@@ -120,7 +104,7 @@ class ChatClientRequestSpec:
         self._tools: list[object] = []
         self._tool_context: dict[str, Any] = {}
         self._options: ChatOptions | None = None
-        self._advisors: list[object] = []
+        self._advisors: list[Advisor] = []
         self._params: dict[str, Any] = {}
 
     def system(self, text: str) -> ChatClientRequestSpec:
@@ -162,9 +146,7 @@ class ChatClientRequestSpec:
     def advisors(self, *advisors: object) -> ChatClientRequestSpec:
         """Advisors for this request, joining the client's default advisors."""
         for item in advisors:
-            for a in item if isinstance(item, list | tuple) else (item,):
-                check_advisor(a)
-                self._advisors.append(a)
+            self._advisors.extend(_checked_advisors(item if isinstance(item, list | tuple) else (item,)))
         return self
 
     def param(self, key: str, value: Any) -> ChatClientRequestSpec:
@@ -194,7 +176,10 @@ class ChatClientRequestSpec:
     # -- building the request ------------------------------------------------------------------
 
     def _build(
-        self, extra_context: Mapping[str, Any] | None = None, output_schema: Mapping[str, Any] | None = None
+        self,
+        extra_context: Mapping[str, Any] | None = None,
+        output_schema: Mapping[str, Any] | None = None,
+        extra_advisors: Sequence[Advisor] = (),
     ) -> _Request:
         instructions: list[Message] = []
         if self._system is not None:
@@ -210,7 +195,16 @@ class ChatClientRequestSpec:
         options = self._build_options(context)
         if output_schema is not None:
             options = (options or ChatOptions()).copy(output_schema=output_schema)
-        advisors = self._build_advisors(context)
+        client = self._client
+        advisors = assemble_advisors(
+            client.default_advisors,
+            [*self._advisors, *extra_advisors],
+            auto_register=bool(
+                client.tool_calling_auto_register
+                and context.get(AdvisorParams.TOOL_CALLING_ADVISOR_AUTO_REGISTER, True)
+            ),
+            tool_advisor_factory=_tool_calling_advisor,
+        )
         return _Request(ChatClientRequest(Prompt(tuple(instructions), options), context), advisors)
 
     def _build_options(self, context: Mapping[str, Any]) -> ChatOptions | None:
@@ -220,42 +214,25 @@ class ChatClientRequestSpec:
             options = self._options.merged_over(options)
         tools = client.default_tools + _to_tool_callbacks(self._tools)
         tool_context = dict(self._tool_context)
-        conversation_id = context.get(ChatMemory.CONVERSATION_ID)
+        conversation_id = conversation_id_of(context)
         if conversation_id is not None:
             tool_context["conversation_id"] = conversation_id
         if not tools and not tool_context:
             return options
-        options = ChatOptions(tool_callbacks=tools, tool_context=tool_context).merged_over(options)
-        _check_unique_tools(options.tool_callbacks)
-        return options
-
-    def _build_advisors(self, context: Mapping[str, Any]) -> tuple[Any, ...]:
-        client = self._client
-        advisors: list[Any] = [*client.default_advisors, *self._advisors]
-        seen: dict[int, object] = {}
-        for a in advisors:
-            if id(a) in seen:
-                raise ChainConfigurationError(f"advisor {a.name!r} was registered twice")
-            seen[id(a)] = a
-        tool_advisors: list[Any] = [a for a in advisors if isinstance(a, ToolAdvisor)]
-        if len(tool_advisors) > 1:
-            names = " and ".join(repr(a.name) for a in tool_advisors)
-            raise ChainConfigurationError(f"a chain may hold one ToolAdvisor, this one has {names}")
-        auto = client.tool_calling_auto_register and context.get(
-            AdvisorParams.TOOL_CALLING_ADVISOR_AUTO_REGISTER, True
-        )
-        if not tool_advisors and auto:
-            advisors.append(_auto_tool_advisor(advisors))
-        # sorted() is stable: equal orders keep registration order, defaults first.
-        return tuple(sorted(advisors, key=lambda a: a.order))
+        # ChatOptions checks the tool names are unique (its ToolRegistry).
+        return ChatOptions(tool_callbacks=tools, tool_context=tool_context).merged_over(options)
 
 
-def _auto_tool_advisor(advisors: Sequence[Any]) -> object:
-    from .advisors.tool_calling import ToolCallingAdvisor
+def _checked_advisors(advisors: Iterable[object]) -> tuple[Advisor, ...]:
+    checked: list[Advisor] = []
+    for advisor in advisors:
+        check_advisor(advisor)
+        checked.append(advisor)  # type: ignore[arg-type]  # check_advisor verified the protocol
+    return tuple(checked)
 
-    memory_orders: list[int] = [getattr(a, "order", 0) for a in advisors if isinstance(a, MemoryAdvisor)]
-    inner_memory = any(order > ToolCallingAdvisor.DEFAULT_ORDER for order in memory_orders)
-    return ToolCallingAdvisor(conversation_history_enabled=not inner_memory)
+
+def _tool_calling_advisor(conversation_history_enabled: bool) -> Advisor:
+    return ToolCallingAdvisor(conversation_history_enabled=conversation_history_enabled)
 
 
 def _non_blank(text: str, what: str) -> str:
@@ -269,10 +246,10 @@ def _non_blank(text: str, what: str) -> str:
 @dataclass(frozen=True, slots=True)
 class _Request:
     request: ChatClientRequest
-    advisors: tuple[Any, ...]
+    advisors: tuple[Advisor, ...]
 
     async def call(self, model: ChatModel) -> ChatClientResponse:
-        chain = CallAdvisorChain([a for a in self.advisors if hasattr(a, "advise_call")], model)
+        chain = CallAdvisorChain(self.advisors, model)
         # One turn per conversation at a time (memory advisors); released on error or cancellation.
         async with conversation_turns(self.advisors, self.request) as request:
             if obs.tracing_enabled():
@@ -283,8 +260,7 @@ class _Request:
             return await chain.next_call(request)
 
     def stream(self, model: ChatModel) -> AsyncIterator[ChatClientResponse]:
-        chain = StreamAdvisorChain([a for a in self.advisors if hasattr(a, "advise_stream")], model)
-        source = self._held_stream(chain)
+        source = self._held_stream(StreamAdvisorChain(self.advisors, model))
         if obs.tracing_enabled():
             return obs.traced_stream(
                 "advisorchain request", source, {"advisorchain.advisors": [a.name for a in self.advisors]}
@@ -292,13 +268,12 @@ class _Request:
         return source
 
     async def _held_stream(self, chain: StreamAdvisorChain) -> AsyncIterator[ChatClientResponse]:
-        async with conversation_turns(self.advisors, self.request) as request:
-            source = chain.next_stream(request)
-            try:
-                async for chunk in source:
-                    yield chunk
-            finally:
-                await close_stream(source)
+        async with (
+            conversation_turns(self.advisors, self.request) as request,
+            closing(chain.next_stream(request)) as source,
+        ):
+            async for chunk in source:
+                yield chunk
 
 
 class AsyncCallResponseSpec:
@@ -342,24 +317,19 @@ class AsyncCallResponseSpec:
         """
         converter = converter_for(output_type)
         spec = self._spec
+        validation: tuple[Advisor, ...] = ()
+        if schema_validation and not any(
+            isinstance(a, StructuredOutputValidationAdvisor)
+            for a in (*spec._client.default_advisors, *spec._advisors)
+        ):
+            validation = (StructuredOutputValidationAdvisor(output_type=output_type),)
         request = spec._build(
             {AdvisorParams.OUTPUT_FORMAT: converter.format_instructions},
             converter.json_schema if native else None,
+            validation,
         )
-        if schema_validation:
-            request = _with_validation_advisor(request, output_type)
         response = await request.call(spec._client.model)
         return converter.parse(response.chat_response.text if response.chat_response else None)
-
-
-def _with_validation_advisor(request: _Request, output_type: Any) -> _Request:
-    from .advisors.structured_output import StructuredOutputValidationAdvisor
-
-    if any(isinstance(a, StructuredOutputValidationAdvisor) for a in request.advisors):
-        return request
-    advisor = StructuredOutputValidationAdvisor(output_type=output_type)
-    advisors = tuple(sorted((*request.advisors, advisor), key=lambda a: a.order))
-    return _Request(request.request, advisors)
 
 
 class CallResponseSpec:
@@ -408,24 +378,18 @@ class AsyncStreamResponseSpec:
 
     async def chat_responses(self) -> AsyncIterator[ChatResponse]:
         """Every chunk's ChatResponse."""
-        source = self.chat_client_responses()
-        try:
+        async with closing(self.chat_client_responses()) as source:
             async for chunk in source:
                 if chunk.chat_response is not None:
                     yield chunk.chat_response
-        finally:
-            await close_stream(source)
 
     async def content(self) -> AsyncIterator[str]:
         """The text deltas."""
-        source = self.chat_client_responses()
-        try:
+        async with closing(self.chat_client_responses()) as source:
             async for chunk in source:
                 text = chunk.chat_response.text if chunk.chat_response is not None else None
                 if text:
                     yield text
-        finally:
-            await close_stream(source)
 
 
 class StreamResponseSpec:

@@ -16,10 +16,7 @@ Every error the library raises on purpose derives from one root::
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from .tools.manager import ToolExecutionResult
+from typing import Any
 
 __all__ = [
     "AdvisorChainError",
@@ -87,7 +84,9 @@ class ToolCallLimitExceeded(AdvisorChainError):
     """A per-turn tool-call limit of the ToolCallingManager was hit.
 
     ``tool_name`` names the tool whose own limit was hit, or is None for the total limit;
-    ``partial_result`` holds what was executed before the breach (or None).
+    ``partial_result`` holds what was executed before the breach: a
+    ``advisorchain.tools.ToolExecutionResult`` (typed loosely here, because the error tree sits
+    below the tools layer and imports nothing of the package), or None.
     """
 
     def __init__(
@@ -96,7 +95,7 @@ class ToolCallLimitExceeded(AdvisorChainError):
         *,
         tool_name: str | None,
         limit: int,
-        partial_result: ToolExecutionResult | None = None,
+        partial_result: Any = None,
     ) -> None:
         super().__init__(message)
         self.tool_name = tool_name

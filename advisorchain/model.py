@@ -1,21 +1,24 @@
 """The model layer: what goes to a chat model (Prompt, ChatOptions), what comes back
-(ChatResponse, Generation, Usage), the ChatModel protocol, and the stream aggregator."""
+(ChatResponse, Generation, Usage), the ChatModel protocol, the request and response as they travel
+the advisor chain (ChatClientRequest, ChatClientResponse), and the stream aggregator.
+
+This layer imports only ``messages``, ``errors`` and the tool contract: the advisor chain builds on
+it, never the other way round."""
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
+from ._tool_types import EMPTY_REGISTRY, ToolCallback, ToolRegistry
 from .messages import AssistantMessage, Message, SystemMessage, ToolCall, UserMessage
-from .tools.api import ToolCallback
-
-if TYPE_CHECKING:
-    from .advisors.api import ChatClientResponse
 
 __all__ = [
     "ChatClientMessageAggregator",
+    "ChatClientRequest",
+    "ChatClientResponse",
     "ChatModel",
     "ChatOptions",
     "ChatResponse",
@@ -44,10 +47,14 @@ class ChatOptions:
     tool_context: Mapping[str, Any] = field(default_factory=dict)
     output_schema: Mapping[str, Any] | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
+    tool_registry: ToolRegistry = field(default=EMPTY_REGISTRY, init=False, repr=False, compare=False)
+    """The tools by name, definitions resolved once (unique names are checked here, once)."""
 
     def __post_init__(self) -> None:
         if type(self.tool_callbacks) is not tuple:
             object.__setattr__(self, "tool_callbacks", tuple(self.tool_callbacks))
+        if self.tool_callbacks:
+            object.__setattr__(self, "tool_registry", ToolRegistry(self.tool_callbacks))
         if self.stop is not None and type(self.stop) is not tuple:
             if isinstance(self.stop, str):
                 raise TypeError(
@@ -65,6 +72,8 @@ class ChatOptions:
             return self
         changes: dict[str, Any] = {}
         for f in dataclasses.fields(self):
+            if not f.init:
+                continue
             mine, theirs = getattr(self, f.name), getattr(base, f.name)
             if f.name == "tool_callbacks":
                 changes[f.name] = tuple(theirs) + tuple(mine)
@@ -112,9 +121,15 @@ class Prompt:
         for i in range(len(msgs) - 1, -1, -1):
             m = msgs[i]
             if isinstance(m, UserMessage):
-                msgs[i] = UserMessage(text, m.metadata)
+                msgs[i] = dataclasses.replace(m, text=text)
                 return self.copy(instructions=tuple(msgs))
         return self.copy(instructions=(*msgs, UserMessage(text)))
+
+    def with_text_appended_to_last_user(self, text: str) -> Prompt:
+        """A copy whose last user message ends with a new line and ``text`` (format instructions,
+        validation feedback); a user message holding ``text`` is added when there is none."""
+        user = self.last_user_message
+        return self.with_last_user_text(f"{user.text}\n{text}" if user is not None else text)
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,6 +248,43 @@ class ChatModel(Protocol):
     def stream(self, prompt: Prompt) -> AsyncIterator[ChatResponse]: ...
 
 
+@dataclass(frozen=True, slots=True)
+class ChatClientRequest:
+    """A prompt on its way through the advisor chain, with the request context advisors share."""
+
+    prompt: Prompt
+    context: Mapping[str, Any] = field(default_factory=dict)
+
+    def copy(self, **changes: Any) -> ChatClientRequest:
+        """A copy with ``prompt`` and/or ``context`` replaced."""
+        return dataclasses.replace(self, **changes)
+
+
+@dataclass(frozen=True, slots=True)
+class ChatClientResponse:
+    """A model response on its way back through the chain, with the context of its request."""
+
+    chat_response: ChatResponse | None
+    context: Mapping[str, Any] = field(default_factory=dict)
+
+    def copy(self, **changes: Any) -> ChatClientResponse:
+        """A copy with ``chat_response`` and/or ``context`` replaced."""
+        return dataclasses.replace(self, **changes)
+
+
+def with_total_usage(
+    response: ChatClientResponse, usages: Iterable[Usage | None], chat: ChatResponse | None = None
+) -> ChatClientResponse:
+    """``response`` (its chat response replaced by ``chat`` when given) carrying the usage summed
+    over ``usages``: the one rule for what a multi-round advisor (tool loop, validation retries)
+    reports. Unknown usages are skipped; when none is known the response keeps its own."""
+    chat = response.chat_response if chat is None else chat
+    total = Usage.sum(usages)
+    if chat is None or total is None:
+        return response if chat is response.chat_response else response.copy(chat_response=chat)
+    return response.copy(chat_response=chat.with_usage(total))
+
+
 class ChatClientMessageAggregator:
     """Joins stream chunks into one response: the first generation's text deltas, the tool calls in
     order, and the last finish reason, usage, id and model."""
@@ -268,8 +320,7 @@ class ChatClientMessageAggregator:
 
     @staticmethod
     def aggregate_responses(chunks: Iterable[ChatClientResponse]) -> ChatClientResponse:
-        from .advisors.api import ChatClientResponse
-
+        """The chunks' responses aggregated (as ``aggregate``), their contexts merged in order."""
         responses: list[ChatResponse] = []
         context: dict[str, Any] = {}
         for chunk in chunks:

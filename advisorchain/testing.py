@@ -17,7 +17,7 @@ import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import TypeAlias
 
-from ._streams import close_stream
+from ._streams import closing
 from .errors import AdvisorChainError
 from .messages import AssistantMessage
 from .model import ChatResponse, ChatResponseMetadata, Generation, Prompt
@@ -143,12 +143,9 @@ class FunctionChatModel:
     async def stream(self, prompt: Prompt) -> AsyncIterator[ChatResponse]:
         if self.stream_fn is not None:
             self.prompts.append(prompt)
-            source = self.stream_fn(prompt)
-            try:
+            async with closing(self.stream_fn(prompt)) as source:
                 async for chunk in source:
                     yield chunk
-            finally:
-                await close_stream(source)
             return
         for chunk in stream_chunks(await self.call(prompt)):
             yield chunk

@@ -260,7 +260,7 @@ def test_the_same_advisor_object_twice_is_rejected() -> None:
         (type("NoName", (), {"order": 1, "advise_call": lambda s, r, c: None})(), "NoName has no 'name'"),
         (
             type("BadOrder", (), {"name": "b", "order": "1", "advise_call": lambda s, r, c: None})(),
-            "order '1'",
+            "the order of advisor 'b' must be an int, got '1'",
         ),
         (type("NoMethods", (), {"name": "m", "order": 1})(), "neither advise_call nor advise_stream"),
     ],

@@ -15,7 +15,7 @@ ModelError ChainConfigurationError FunctionChatModel ScriptedChatModel ToolDefin
 ToolContext ChatMemory ChatMemoryRepository tool tool_callbacks ToolCallingManager ToolExecutionResult
 ToolCallingAdvisor StructuredOutputValidationAdvisor MessageChatMemoryAdvisor MessageWindowChatMemory
 InMemoryChatMemoryRepository SQLiteChatMemoryRepository PostgresChatMemoryRepository RedisChatMemoryRepository
-TodoTools TodoItem TodoReminderAdvisor ToolSearchToolCallingAdvisor SimpleLoggerAdvisor
+TodoTools TodoItem TodoReminderAdvisor ToolSearchToolCallingAdvisor SimpleLoggerAdvisor SafeGuardAdvisor
 """
 
 # Names API.md places in each submodule.
@@ -23,7 +23,9 @@ _SECTIONS = {
     "advisorchain.advisors": "Ordered ChatClientRequest ChatClientResponse CallAdvisor StreamAdvisor BaseAdvisor "
     "ToolAdvisor MemoryAdvisor CallAdvisorChain StreamAdvisorChain AdvisorParams ToolCallingAdvisor "
     "StructuredOutputValidationAdvisor MessageChatMemoryAdvisor TodoReminderAdvisor ToolSearchToolCallingAdvisor "
-    "SimpleLoggerAdvisor",
+    "SimpleLoggerAdvisor SafeGuardAdvisor",
+    "advisorchain.advisors.api": "Ordered ChatClientRequest ChatClientResponse CallAdvisor StreamAdvisor "
+    "BaseAdvisor ToolAdvisor MemoryAdvisor CallAdvisorChain StreamAdvisorChain AdvisorParams",
     "advisorchain.tools": "tool tool_callbacks ToolDefinition ToolMetadata ToolCallback ToolContext "
     "ToolCallingManager ToolExecutionResult",
     "advisorchain.memory": "ChatMemory ChatMemoryRepository MessageWindowChatMemory InMemoryChatMemoryRepository "

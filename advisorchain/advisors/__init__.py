@@ -1,4 +1,5 @@
-"""Advisors: the contract and the chain (``api``) and the built-in advisors, one module each."""
+"""Advisors: the contract (``api``), the chain (``chain``), ``BaseAdvisor`` (``base``) and the
+built-in advisors, one module each."""
 
 from ..tools.todo import TodoItem, TodoTools
 from .api import (
@@ -17,6 +18,7 @@ from .api import (
 )
 from .logging import SimpleLoggerAdvisor
 from .memory import MessageChatMemoryAdvisor
+from .safeguard import SafeGuardAdvisor
 from .structured_output import StructuredOutputValidationAdvisor
 from .todo import TodoReminderAdvisor
 from .tool_calling import ToolCallingAdvisor
@@ -33,6 +35,7 @@ __all__ = [
     "MemoryAdvisor",
     "MessageChatMemoryAdvisor",
     "Ordered",
+    "SafeGuardAdvisor",
     "SimpleLoggerAdvisor",
     "StreamAdvisor",
     "StreamAdvisorChain",

@@ -10,9 +10,10 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Callable
 
-from .._streams import close_stream
-from ..model import ChatClientMessageAggregator
-from .api import CallAdvisorChain, ChatClientRequest, ChatClientResponse, StreamAdvisorChain
+from .._streams import tap
+from ..model import ChatClientMessageAggregator, ChatClientRequest, ChatClientResponse
+from .chain import CallAdvisorChain, StreamAdvisorChain
+from .vocabulary import DEFAULT_ORDER, check_order
 
 __all__ = ["SimpleLoggerAdvisor"]
 
@@ -48,13 +49,13 @@ class SimpleLoggerAdvisor:
     def __init__(
         self,
         *,
-        order: int = 0,
+        order: int = DEFAULT_ORDER,
         level: int = logging.DEBUG,
         logger: logging.Logger | None = None,
         request_to_string: Callable[[ChatClientRequest], str] = _describe_request,
         response_to_string: Callable[[ChatClientResponse], str] = _describe_response,
     ) -> None:
-        self.order = order
+        self.order = check_order(order)
         self.level = level
         self.logger = logger or _LOGGER
         self._request_to_string = request_to_string
@@ -82,12 +83,9 @@ class SimpleLoggerAdvisor:
         self, request: ChatClientRequest, chain: StreamAdvisorChain
     ) -> AsyncIterator[ChatClientResponse]:
         self._log_request(request)
-        seen: list[ChatClientResponse] = []
-        stream = chain.next_stream(request)
-        try:
-            async for chunk in stream:
-                seen.append(chunk)
-                yield chunk
-        finally:
-            await close_stream(stream)
-        self._log_response(ChatClientMessageAggregator.aggregate_responses(seen))
+
+        async def log_answer(chunks: list[ChatClientResponse]) -> None:
+            self._log_response(ChatClientMessageAggregator.aggregate_responses(chunks))
+
+        async for chunk in tap(chain.next_stream(request), log_answer):
+            yield chunk

@@ -14,20 +14,14 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from .._streams import close_stream
+from .._checks import check_conversation_id
+from .._streams import closing
 from ..memory._lock import conversation_lock, lock_key
-from ..memory.api import ChatMemory
+from ..memory.api import ChatMemory, conversation_id_of
 from ..messages import AssistantMessage, Message, SystemMessage, ToolResponseMessage, UserMessage
-from ..model import ChatClientMessageAggregator, ChatResponse
-from .api import (
-    AdvisorParams,
-    CallAdvisorChain,
-    ChatClientRequest,
-    ChatClientResponse,
-    MemoryAdvisor,
-    Ordered,
-    StreamAdvisorChain,
-)
+from ..model import ChatClientMessageAggregator, ChatClientRequest, ChatClientResponse, ChatResponse
+from .chain import CallAdvisorChain, StreamAdvisorChain
+from .vocabulary import MEMORY_ORDER, AdvisorParams, MemoryAdvisor, check_order
 
 __all__ = ["MessageChatMemoryAdvisor", "conversation_turns"]
 
@@ -53,7 +47,7 @@ class MessageChatMemoryAdvisor(MemoryAdvisor):
     >>> client.prompt("I'm Ada.").param(ChatMemory.CONVERSATION_ID, "u42").call().content()
     """
 
-    DEFAULT_ORDER: ClassVar[int] = Ordered.HIGHEST_PRECEDENCE + 200
+    DEFAULT_ORDER: ClassVar[int] = MEMORY_ORDER
 
     def __init__(
         self,
@@ -63,11 +57,9 @@ class MessageChatMemoryAdvisor(MemoryAdvisor):
     ) -> None:
         if not all(callable(getattr(chat_memory, m, None)) for m in ("get", "add", "clear")):
             raise TypeError(f"chat_memory must be a ChatMemory (get, add, clear), got {chat_memory!r}")
-        if isinstance(order, bool) or not isinstance(order, int):
-            raise ValueError(f"order must be an int, got {order!r}")
         self.chat_memory = chat_memory
-        self.conversation_id = _check_id(conversation_id, "conversation_id")
-        self._order = order
+        self.conversation_id = check_conversation_id(conversation_id)
+        self._order = check_order(order)
 
     @property
     def name(self) -> str:
@@ -87,10 +79,9 @@ class MessageChatMemoryAdvisor(MemoryAdvisor):
         self, request: ChatClientRequest, chain: StreamAdvisorChain
     ) -> AsyncIterator[ChatClientResponse]:
         request, turn = await self._before(request)
-        stream = chain.next_stream(request)
         chunks: list[ChatResponse] = []
         round_seen: object = None
-        try:
+        async with closing(chain.next_stream(request)) as stream:
             async for chunk in stream:
                 if chunk.chat_response is not None:
                     # Outside the tool loop, only the last round's text is the answer: text streamed
@@ -101,18 +92,13 @@ class MessageChatMemoryAdvisor(MemoryAdvisor):
                         round_seen = round_now
                     chunks.append(chunk.chat_response)
                 yield chunk
-        finally:
-            await close_stream(stream)
         # Reached only when the stream ended normally: a cancelled or failed stream stores nothing.
         if chunks:
             await self._after(turn, ChatClientMessageAggregator.aggregate(chunks))
 
     def conversation_of(self, request: ChatClientRequest) -> str:
         """The conversation id ``request`` belongs to (its param, else this advisor's default)."""
-        given = request.context.get(ChatMemory.CONVERSATION_ID)
-        if given is None:
-            return self.conversation_id
-        return _check_id(given, f"request param {ChatMemory.CONVERSATION_ID!r}")
+        return conversation_id_of(request.context, self.conversation_id) or self.conversation_id
 
     # -- one invocation ------------------------------------------------------------------------
 
@@ -283,12 +269,6 @@ def _groups(messages: Sequence[Message], starter: type) -> list[list[Message]]:
         else:
             groups[-1].append(m)
     return groups
-
-
-def _check_id(value: object, what: str) -> str:
-    if not isinstance(value, str) or not value:
-        raise ValueError(f"{what} must be a non-empty str conversation id, got {value!r}")
-    return value
 
 
 def _find_run(instructions: Sequence[Message], history: Sequence[Message]) -> int:

@@ -9,16 +9,23 @@ through unvalidated, so only final answers are checked.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import Any, ClassVar, Protocol
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from typing import Any, ClassVar, Protocol, TypeVar
 
 import jsonschema
 import jsonschema.validators
 import referencing.exceptions
 
-from .._streams import close_stream
+from .._checks import check_int
+from .._streams import collect
 from ..errors import ChainConfigurationError, StructuredOutputValidationError
-from ..model import ChatClientMessageAggregator, ChatResponse, Prompt, Usage
+from ..model import (
+    ChatClientMessageAggregator,
+    ChatClientRequest,
+    ChatClientResponse,
+    ChatResponse,
+    with_total_usage,
+)
 from ..output import (
     EMPTY_RESPONSE_ERROR,
     OutputConverter,
@@ -27,15 +34,12 @@ from ..output import (
     extract_json,
     join_errors,
 )
-from .api import (
-    CallAdvisorChain,
-    ChatClientRequest,
-    ChatClientResponse,
-    Ordered,
-    StreamAdvisorChain,
-)
+from .chain import CallAdvisorChain, StreamAdvisorChain
+from .vocabulary import STRUCTURED_OUTPUT_ORDER, check_order
 
 __all__ = ["StructuredOutputValidationAdvisor"]
+
+R = TypeVar("R")
 
 
 class _Check(Protocol):
@@ -149,14 +153,6 @@ def _make_check(output_type: Any, output_json_schema: str | Mapping[str, Any] | 
     return _SchemaCheck(output_json_schema)
 
 
-def _check_int(value: object, what: str, minimum: int | None = None) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ChainConfigurationError(f"{what} must be an int, got {value!r}")
-    if minimum is not None and value < minimum:
-        raise ChainConfigurationError(f"{what} must be >= {minimum}, got {value!r}")
-    return value
-
-
 class StructuredOutputValidationAdvisor:
     """Validates the model's answer as JSON against a schema and retries with the errors.
 
@@ -179,7 +175,7 @@ class StructuredOutputValidationAdvisor:
     >>> ChatClient(model, default_advisors=[advisor]).prompt("A person as JSON").call().content()
     """
 
-    DEFAULT_ORDER: ClassVar[int] = Ordered.LOWEST_PRECEDENCE - 2000
+    DEFAULT_ORDER: ClassVar[int] = STRUCTURED_OUTPUT_ORDER
     """Late (inner): inside a tool loop, so each final answer of the loop is validated."""
 
     VALIDATION_FEEDBACK: ClassVar[str] = "Output JSON validation failed because of: "
@@ -192,8 +188,8 @@ class StructuredOutputValidationAdvisor:
         max_repeat_attempts: int = 3,
         order: int = DEFAULT_ORDER,
     ) -> None:
-        self._max_repeat_attempts = _check_int(max_repeat_attempts, "max_repeat_attempts", minimum=0)
-        self._order = _check_int(order, "order")
+        self._max_repeat_attempts = check_int(max_repeat_attempts, "max_repeat_attempts", minimum=0)
+        self._order = check_order(order, inside=True)
         self._output_type = output_type
         self._check = _make_check(output_type, output_json_schema)
 
@@ -229,37 +225,47 @@ class StructuredOutputValidationAdvisor:
     async def advise_call(self, request: ChatClientRequest, chain: CallAdvisorChain) -> ChatClientResponse:
         """Call the rest of the chain until the answer validates, at most 1 + max_repeat_attempts times."""
         rest = chain.copy(self)
-        attempt, usages = request, []
-        text, errors = None, ""
-        for _ in range(1 + self._max_repeat_attempts):
-            response = await rest.next_call(attempt)
-            chat = response.chat_response
-            usages.append(_usage(chat))
-            outcome = self._errors_of(chat)
-            if outcome is None:
-                return _with_total_usage(response, usages)
-            text, errors = (chat.text if chat is not None else None), outcome
-            attempt = _retry_request(request, errors)
-        raise self._exhausted(text, errors)
+
+        async def attempt(request: ChatClientRequest) -> tuple[ChatClientResponse, None]:
+            return await rest.next_call(request), None
+
+        response, _ = await self._until_valid(request, attempt)
+        return response
 
     async def advise_stream(
         self, request: ChatClientRequest, chain: StreamAdvisorChain
     ) -> AsyncIterator[ChatClientResponse]:
         """Buffer each attempt; emit the chunks of the first valid answer (or tool-call iteration)."""
         rest = chain.copy(self)
-        attempt, usages = request, []
+
+        async def attempt(request: ChatClientRequest) -> tuple[ChatClientResponse, list[ChatClientResponse]]:
+            chunks = await collect(rest.next_stream(request))
+            return ChatClientMessageAggregator.aggregate_responses(chunks), chunks
+
+        response, chunks = await self._until_valid(request, attempt)
+        for chunk in _with_usage_on_last(chunks, response):
+            yield chunk
+
+    async def _until_valid(
+        self,
+        request: ChatClientRequest,
+        attempt: Callable[[ChatClientRequest], Awaitable[tuple[ChatClientResponse, R]]],
+    ) -> tuple[ChatClientResponse, R]:
+        """The retry loop both paths share: run ``attempt`` until its answer validates (or asks for
+        tools); the returned response carries the usage summed over every attempt."""
+        retry, usages = request, []
         text, errors = None, ""
         for _ in range(1 + self._max_repeat_attempts):
-            chunks = await _collect(rest.next_stream(attempt))
-            chat = ChatClientMessageAggregator.aggregate_responses(chunks).chat_response
-            usages.append(_usage(chat))
+            response, extra = await attempt(retry)
+            chat = response.chat_response
+            usages.append(chat.metadata.usage if chat is not None else None)
             outcome = self._errors_of(chat)
             if outcome is None:
-                for chunk in _with_total_usage_on_last(chunks, usages):
-                    yield chunk
-                return
+                return (response if len(usages) == 1 else with_total_usage(response, usages)), extra
             text, errors = (chat.text if chat is not None else None), outcome
-            attempt = _retry_request(request, errors)
+            retry = request.copy(
+                prompt=request.prompt.with_text_appended_to_last_user(self.VALIDATION_FEEDBACK + errors)
+            )
         raise self._exhausted(text, errors)
 
     def _errors_of(self, chat: ChatResponse | None) -> str | None:
@@ -290,43 +296,16 @@ class StructuredOutputValidationAdvisor:
         )
 
 
-def _retry_request(request: ChatClientRequest, errors: str) -> ChatClientRequest:
-    """The original request whose last user message has the validation errors appended."""
-    return request.copy(prompt=_retry_prompt(request.prompt, errors))
-
-
-def _retry_prompt(prompt: Prompt, errors: str) -> Prompt:
-    feedback = StructuredOutputValidationAdvisor.VALIDATION_FEEDBACK + errors
-    user = prompt.last_user_message
-    return prompt.with_last_user_text(f"{user.text}\n{feedback}" if user is not None else feedback)
-
-
-def _usage(chat: ChatResponse | None) -> Usage | None:
-    return chat.metadata.usage if chat is not None else None
-
-
-def _with_total_usage(response: ChatClientResponse, usages: Sequence[Usage | None]) -> ChatClientResponse:
-    chat = response.chat_response
-    if len(usages) == 1 or chat is None:
-        return response
-    return response.copy(chat_response=chat.with_usage(Usage.sum(usages)))
-
-
-def _with_total_usage_on_last(
-    chunks: list[ChatClientResponse], usages: Sequence[Usage | None]
+def _with_usage_on_last(
+    chunks: list[ChatClientResponse], total: ChatClientResponse
 ) -> list[ChatClientResponse]:
-    """The chunks, the last one carrying the usage summed over all attempts (aggregators keep
-    the last usage of a stream)."""
-    if len(usages) == 1:
-        return chunks
+    """The chunks, the last with a response carrying the total's usage (aggregators keep the last
+    usage of a stream)."""
+    usage = total.chat_response.metadata.usage if total.chat_response is not None else None
     for i in range(len(chunks) - 1, -1, -1):
-        if chunks[i].chat_response is not None:
-            return [*chunks[:i], _with_total_usage(chunks[i], usages), *chunks[i + 1 :]]
+        chat = chunks[i].chat_response
+        if chat is not None:
+            if usage is None or chat.metadata.usage == usage:
+                return chunks
+            return [*chunks[:i], chunks[i].copy(chat_response=chat.with_usage(usage)), *chunks[i + 1 :]]
     return chunks
-
-
-async def _collect(stream: AsyncIterator[ChatClientResponse]) -> list[ChatClientResponse]:
-    try:
-        return [chunk async for chunk in stream]
-    finally:
-        await close_stream(stream)

@@ -8,21 +8,23 @@ because providers reject tool results whose call id they never issued.
 
 from __future__ import annotations
 
-from ..memory.api import ChatMemory
+from .._checks import check_int
+from .._tool_types import ToolContext
+from ..memory.api import ChatMemory, conversation_id_of
 from ..messages import ToolResponseMessage
-from .api import AdvisorChain, BaseAdvisor, ChatClientRequest, Ordered
+from ..model import ChatClientRequest
+from .base import BaseAdvisor
+from .chain import CallAdvisorChain, StreamAdvisorChain
+from .vocabulary import TODO_REMINDER_ORDER, check_order
 
 __all__ = ["TodoReminderAdvisor"]
 
-# ToolCallingAdvisor.DEFAULT_ORDER + 100, spelled out to keep this module free of the loop's import.
-_DEFAULT_ORDER = Ordered.HIGHEST_PRECEDENCE + 400
-
 
 def _conversation_id(request: ChatClientRequest) -> str:
-    conversation_id = request.context.get(ChatMemory.CONVERSATION_ID)
-    if conversation_id is None and request.prompt.options is not None:
-        conversation_id = request.prompt.options.tool_context.get("conversation_id")
-    return str(conversation_id) if conversation_id is not None else ChatMemory.DEFAULT_CONVERSATION_ID
+    """The conversation the todo tools see: the request's, else the one a hand-set tool context names."""
+    options = request.prompt.options
+    from_tools = ToolContext(options.tool_context).conversation_id if options is not None else None
+    return conversation_id_of(request.context, from_tools) or ChatMemory.DEFAULT_CONVERSATION_ID
 
 
 class TodoReminderAdvisor(BaseAdvisor):
@@ -34,15 +36,13 @@ class TodoReminderAdvisor(BaseAdvisor):
         self,
         threshold: int = 3,
         reminder: str = "<reminder>Update your todos.</reminder>",
-        order: int = _DEFAULT_ORDER,
+        order: int = TODO_REMINDER_ORDER,
         *,
         todo_tool_name: str = "todo_write",
     ) -> None:
-        if threshold < 1:
-            raise ValueError(f"threshold must be at least 1, got {threshold!r}")
-        self.threshold = threshold
+        self.threshold = check_int(threshold, "threshold", minimum=1)
         self.reminder = reminder
-        self.order = order
+        self.order = check_order(order)
         self.todo_tool_name = todo_tool_name
         self._rounds: dict[str, int] = {}
 
@@ -54,7 +54,9 @@ class TodoReminderAdvisor(BaseAdvisor):
         """Consecutive tool rounds of a conversation without a ``todo_write`` call."""
         return self._rounds.get(conversation_id, 0)
 
-    def before(self, request: ChatClientRequest, chain: AdvisorChain[object]) -> ChatClientRequest:
+    def before(
+        self, request: ChatClientRequest, chain: CallAdvisorChain | StreamAdvisorChain
+    ) -> ChatClientRequest:
         instructions = request.prompt.instructions
         if not instructions or not isinstance(instructions[-1], ToolResponseMessage):
             return request  # not a tool round: the first call of a turn

@@ -9,24 +9,27 @@ the stream path share one family of async hooks (``do_*``) that subclasses overr
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from .._streams import close_stream
-from ..errors import MaxIterationsExceeded, ToolCallLimitExceeded
+from .._checks import check_int
+from .._streams import closing
+from ..errors import ChainConfigurationError, MaxIterationsExceeded, ToolCallLimitExceeded, ToolExecutionError
 from ..messages import AssistantMessage, Message, ToolResponseMessage
-from ..model import ChatClientMessageAggregator, ChatResponse, Generation, Prompt, Usage
-from ..tools.manager import ToolCallingManager, ToolExecutionResult
-from .api import (
-    AdvisorParams,
-    CallAdvisorChain,
+from ..model import (
+    ChatClientMessageAggregator,
     ChatClientRequest,
     ChatClientResponse,
-    Ordered,
-    StreamAdvisorChain,
-    ToolAdvisor,
+    ChatResponse,
+    Generation,
+    Prompt,
+    Usage,
+    with_total_usage,
 )
+from ..tools.manager import ToolCallingManager, ToolExecutionResult
+from .chain import CallAdvisorChain, StreamAdvisorChain, checked_request, checked_response
+from .vocabulary import TOOL_CALLING_ORDER, AdvisorParams, ToolAdvisor, check_order
 
 __all__ = ["ToolCallingAdvisor"]
 
@@ -39,11 +42,13 @@ def _default_eligibility(response: ChatResponse | None) -> bool:
 
 @dataclass(slots=True)
 class _Loop:
-    """The state of one loop: the full history the manager sees, rounds run, usage per round."""
+    """The state of one loop: the full history the manager sees, rounds run, usage per round, and
+    how many rounds in a row had only unparsable tool arguments."""
 
     history: tuple[Message, ...] | None = None
     iteration: int = 0
     usages: list[Usage | None] = field(default_factory=list)
+    malformed_rounds: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +63,7 @@ class ToolCallingAdvisor(ToolAdvisor):
     >>> client = ChatClient(model, default_advisors=[ToolCallingAdvisor(max_iterations=10)])
     """
 
-    DEFAULT_ORDER: ClassVar[int] = Ordered.HIGHEST_PRECEDENCE + 300
+    DEFAULT_ORDER: ClassVar[int] = TOOL_CALLING_ORDER
 
     def __init__(
         self,
@@ -67,21 +72,17 @@ class ToolCallingAdvisor(ToolAdvisor):
         order: int = DEFAULT_ORDER,
         conversation_history_enabled: bool = True,
         max_iterations: int | None = None,
+        *,
+        max_malformed_rounds: int = 3,
     ) -> None:
-        if isinstance(order, bool) or not isinstance(order, int):
-            raise ValueError(f"order must be an int, got {order!r}")
-        if not Ordered.HIGHEST_PRECEDENCE < order < Ordered.LOWEST_PRECEDENCE:
-            raise ValueError(
-                f"order {order} must lie strictly between Ordered.HIGHEST_PRECEDENCE and "
-                "Ordered.LOWEST_PRECEDENCE, so advisors can run outside and inside the loop"
-            )
-        if max_iterations is not None and (isinstance(max_iterations, bool) or max_iterations < 1):
-            raise ValueError(f"max_iterations must be a positive int or None, got {max_iterations!r}")
+        self.order = check_order(order, inside=True)
+        self.max_iterations: int | None = check_int(
+            max_iterations, "max_iterations", minimum=1, optional=True
+        )
+        self.max_malformed_rounds = check_int(max_malformed_rounds, "max_malformed_rounds", minimum=1)
         self.tool_calling_manager = tool_calling_manager or ToolCallingManager()
         self.tool_execution_eligibility_checker = tool_execution_eligibility_checker or _default_eligibility
-        self.order = order
         self.conversation_history_enabled = conversation_history_enabled
-        self.max_iterations = max_iterations
 
     @property
     def name(self) -> str:
@@ -90,42 +91,44 @@ class ToolCallingAdvisor(ToolAdvisor):
     # -- the two paths -------------------------------------------------------------------------
 
     async def advise_call(self, request: ChatClientRequest, chain: CallAdvisorChain) -> ChatClientResponse:
-        request = await self.do_initialize_loop(request, chain)
+        request = await self._initialize(request, chain)
         inner, loop = chain.copy(self), _Loop()
         while True:
-            request = _numbered(await self.do_before_call(request, chain), loop)
-            response = await self.do_after_call(await inner.next_call(request), chain)
+            request = await self._round_request(request, chain, loop)
+            response = await self._after_call(await inner.next_call(request), chain)
             step = await self._after_round(loop, request, response)
             if isinstance(step, _Stop):
-                return await self.do_finalize_loop(step.response, chain)
+                return await self._finalize(step.response, chain)
             request = step
 
     async def advise_stream(
         self, request: ChatClientRequest, chain: StreamAdvisorChain
     ) -> AsyncIterator[ChatClientResponse]:
-        request = await self.do_initialize_loop(request, chain)
+        request = await self._initialize(request, chain)
         inner, loop = chain.copy(self), _Loop()
         while True:
-            request = _numbered(await self.do_before_call(request, chain), loop)
+            request = await self._round_request(request, chain, loop)
             chunks: list[ChatClientResponse] = []
-            held: list[ChatClientResponse] = []
-            source = inner.next_stream(request)
-            try:
-                async for chunk in source:
+            held: list[ChatClientResponse] = []  # chunks with tool calls or a finish reason
+            async with closing(inner.next_stream(request)) as stream:
+                async for chunk in stream:
                     chunks.append(chunk)
-                    live = _live_part(chunk, held)
-                    if live is not None:
-                        yield live
-            finally:
-                await close_stream(source)
+                    if _decides_the_round(chunk):
+                        held.append(chunk)
+                    else:
+                        yield chunk  # text streams live
             aggregated = ChatClientMessageAggregator.aggregate_responses(chunks)
-            step = await self._after_round(loop, request, await self.do_after_call(aggregated, chain))
+            step = await self._after_round(loop, request, await self._after_call(aggregated, chain))
             if isinstance(step, ChatClientRequest):
+                for chunk in held:  # a round that asked for tools: only its text goes out
+                    text = _text_only(chunk)
+                    if text is not None:
+                        yield text
                 request = step
                 continue
             for chunk in [step.response] if step.synthetic else _final_chunks(held, step.response):
                 yield chunk
-            await self.do_finalize_loop(step.response, chain)
+            await self._finalize(step.response, chain)
             return
 
     # -- one round's decision, shared by both paths --------------------------------------------
@@ -138,9 +141,11 @@ class ToolCallingAdvisor(ToolAdvisor):
         chat = response.chat_response
         loop.usages.append(chat.metadata.usage if chat is not None else None)
         if not self.tool_execution_eligibility_checker(chat):
-            return _Stop(self._with_total_usage(response, chat, loop), synthetic=False)
+            return _Stop(with_total_usage(response, loop.usages), synthetic=False)
         if chat is None:
-            raise ValueError("the eligibility checker asked for tool execution, but there is no response")
+            raise ChainConfigurationError(
+                f"the eligibility checker of {self.name!r} asked for tool execution, but there is no response"
+            )
         self._check_iterations(loop, chat)
         try:
             result = await self.tool_calling_manager.execute_tool_calls(
@@ -153,15 +158,21 @@ class ToolCallingAdvisor(ToolAdvisor):
                 id=chat.metadata.id,
                 model=chat.metadata.model,
             )
-            return _Stop(self._with_total_usage(response, limited, loop), synthetic=True)
+            return _Stop(with_total_usage(response, loop.usages, limited), synthetic=True)
+        self._check_malformed(loop, chat, result)
         loop.history = result.conversation_history
         if result.return_direct:
             direct = ChatResponse(
                 ToolExecutionResult.build_generations(result),
                 dataclasses.replace(chat.metadata, finish_reason=ToolExecutionResult.FINISH_REASON),
             )
-            return _Stop(self._with_total_usage(response, direct, loop), synthetic=True)
+            return _Stop(with_total_usage(response, loop.usages, direct), synthetic=True)
         messages = await self.do_get_next_instructions_for_tool_call(request, response, result)
+        if not isinstance(messages, Sequence):
+            raise ChainConfigurationError(
+                f"advisor {self.name!r} returned {messages!r} from do_get_next_instructions_for_tool_call; "
+                "return the list of messages for the next round"
+            )
         return request.copy(
             prompt=request.prompt.copy(instructions=tuple(messages)),
             context={**request.context, **response.context},
@@ -176,6 +187,23 @@ class ToolCallingAdvisor(ToolAdvisor):
                 max_iterations=self.max_iterations,
             )
 
+    def _check_malformed(self, loop: _Loop, chat: ChatResponse, result: ToolExecutionResult) -> None:
+        """Count rounds whose every tool call had unparsable arguments; too many in a row end the loop."""
+        calls = [c for g in chat.generations for c in g.output.tool_calls]
+        if not result.malformed_calls or len(result.malformed_calls) < len(calls):
+            loop.malformed_rounds = 0
+            return
+        loop.malformed_rounds += 1
+        if loop.malformed_rounds >= self.max_malformed_rounds:
+            last = result.malformed_calls[-1]
+            raise ToolExecutionError(
+                f"the model sent tool arguments that are not valid JSON in {loop.malformed_rounds} rounds "
+                f"in a row (max_malformed_rounds={self.max_malformed_rounds}); the last call of tool "
+                f"{last.name!r} had arguments {last.arguments[:500]!r}",
+                tool_name=last.name,
+                tool_call_id=last.id,
+            )
+
     def _manager_prompt(self, loop: _Loop, request: ChatClientRequest) -> Prompt:
         # The manager always sees the loop's full history (its limits count the whole turn), even
         # when the model is sent less.
@@ -183,16 +211,31 @@ class ToolCallingAdvisor(ToolAdvisor):
             return request.prompt
         return request.prompt.copy(instructions=loop.history)
 
-    @staticmethod
-    def _with_total_usage(
-        response: ChatClientResponse, chat: ChatResponse | None, loop: _Loop
-    ) -> ChatClientResponse:
-        total = Usage.sum(loop.usages)
-        if chat is None or total is None:
-            return response.copy(chat_response=chat)
-        return response.copy(chat_response=chat.with_usage(total))
+    # -- the hooks, with their results checked --------------------------------------------------
 
-    # -- hooks -----------------------------------------------------------------------------------
+    async def _initialize(
+        self, request: ChatClientRequest, chain: CallAdvisorChain | StreamAdvisorChain
+    ) -> ChatClientRequest:
+        return checked_request(await self.do_initialize_loop(request, chain), self, "do_initialize_loop")
+
+    async def _round_request(
+        self, request: ChatClientRequest, chain: CallAdvisorChain | StreamAdvisorChain, loop: _Loop
+    ) -> ChatClientRequest:
+        """The round's request after ``do_before_call``, its context naming the round."""
+        request = checked_request(await self.do_before_call(request, chain), self, "do_before_call")
+        return request.copy(
+            context={**request.context, AdvisorParams.TOOL_LOOP_ITERATION: loop.iteration + 1}
+        )
+
+    async def _after_call(
+        self, response: ChatClientResponse, chain: CallAdvisorChain | StreamAdvisorChain
+    ) -> ChatClientResponse:
+        return checked_response(await self.do_after_call(response, chain), self, "do_after_call")
+
+    async def _finalize(
+        self, response: ChatClientResponse, chain: CallAdvisorChain | StreamAdvisorChain
+    ) -> ChatClientResponse:
+        return checked_response(await self.do_finalize_loop(response, chain), self, "do_finalize_loop")
 
     async def do_initialize_loop(
         self, request: ChatClientRequest, chain: CallAdvisorChain | StreamAdvisorChain
@@ -238,42 +281,27 @@ class ToolCallingAdvisor(ToolAdvisor):
         return messages
 
 
-def _numbered(request: ChatClientRequest, loop: _Loop) -> ChatClientRequest:
-    """The round's request, its context naming the round (AdvisorParams.TOOL_LOOP_ITERATION)."""
-    return request.copy(context={**request.context, AdvisorParams.TOOL_LOOP_ITERATION: loop.iteration + 1})
-
-
 # -- stream helpers --------------------------------------------------------------------------------
 
 
-def _live_part(chunk: ChatClientResponse, held: list[ChatClientResponse]) -> ChatClientResponse | None:
-    """What of ``chunk`` the caller gets now: text deltas pass; a chunk with tool calls or a finish
-    reason is held back (only its text goes out now) until the round's fate is known."""
+def _decides_the_round(chunk: ChatClientResponse) -> bool:
+    """A chunk with tool calls or a finish reason waits until the round's fate is known."""
     chat = chunk.chat_response
-    if chat is None or not (chat.has_tool_calls() or chat.finish_reason is not None):
-        return chunk
-    text = chat.text
-    if not text:
-        held.append(chunk)
+    return chat is not None and (chat.has_tool_calls() or chat.finish_reason is not None)
+
+
+def _text_only(chunk: ChatClientResponse) -> ChatClientResponse | None:
+    """The text of a held chunk of a round that asked for tools (no tool calls, no finish reason)."""
+    chat = chunk.chat_response
+    text = chat.text if chat is not None else None
+    if chat is None or not text:
         return None
-    first = chat.generations[0]
-    held.append(
-        chunk.copy(
-            chat_response=dataclasses.replace(
-                chat,
-                generations=(
-                    dataclasses.replace(first, output=dataclasses.replace(first.output, text=None)),
-                    *chat.generations[1:],
-                ),
-            )
-        )
-    )
     metadata = dataclasses.replace(chat.metadata, finish_reason=None, usage=None)
     return chunk.copy(chat_response=ChatResponse((Generation(AssistantMessage(text)),), metadata))
 
 
 def _final_chunks(held: list[ChatClientResponse], final: ChatClientResponse) -> list[ChatClientResponse]:
-    """The held end-of-answer chunks of the last round; the last carries the loop's total usage."""
+    """The held chunks of the last round, whole; the last carries the loop's total usage."""
     if not held:
         return []
     last = held[-1]

@@ -11,14 +11,15 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..model import ChatOptions, Prompt
+from .._checks import check_int
+from ..model import ChatClientRequest, ChatOptions, Prompt
 from ..tools.api import InvalidToolArgumentsError, ToolCallback, ToolContext, ToolDefinition, ToolMetadata
 from ..tools.schema import parse_arguments
-from .api import CallAdvisorChain, ChatClientRequest, StreamAdvisorChain
+from .chain import CallAdvisorChain, StreamAdvisorChain
 from .tool_calling import ToolCallingAdvisor
 
 __all__ = ["ToolIndex", "ToolSearchToolCallingAdvisor"]
@@ -112,13 +113,16 @@ class _ToolSearchTool:
         return ToolMetadata()
 
     async def call(self, arguments: str, context: ToolContext | None) -> str:
-        state = self.state
-        if state is None:
-            return "Error: tool_search is only available inside a ToolSearchToolCallingAdvisor loop."
         try:
             args = parse_arguments(arguments, "tool_search")
         except InvalidToolArgumentsError as exc:
             return f"Error: {exc}"
+        return await self.call_parsed(args, context)
+
+    async def call_parsed(self, args: Mapping[str, Any], context: ToolContext | None) -> str:
+        state = self.state
+        if state is None:
+            return "Error: tool_search is only available inside a ToolSearchToolCallingAdvisor loop."
         query = args.get("query")
         if not isinstance(query, str) or not query.strip():
             return 'Error: give a non-blank "query" of keywords, e.g. {"query": "send email"}.'
@@ -141,9 +145,7 @@ class ToolSearchToolCallingAdvisor(ToolCallingAdvisor):
 
     def __init__(self, *, max_results: int = 5, always_available: Sequence[str] = (), **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        if max_results < 1:
-            raise ValueError(f"max_results must be at least 1, got {max_results!r}")
-        self.max_results = max_results
+        self.max_results = check_int(max_results, "max_results", minimum=1)
         self.always_available = tuple(always_available)
 
     @property

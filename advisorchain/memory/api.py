@@ -9,9 +9,10 @@ and (for SQLite, PostgreSQL and Redis) across processes.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import ClassVar, Protocol, runtime_checkable
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
+from .._checks import check_conversation_id
 from ..errors import AdvisorChainError
 from ..messages import Message
 
@@ -21,6 +22,7 @@ __all__ = [
     "ChatMemoryDecodeError",
     "ChatMemoryRepository",
     "ConversationChange",
+    "conversation_id_of",
 ]
 
 
@@ -38,6 +40,15 @@ class ChatMemory(Protocol):
     def add(self, conversation_id: str, messages: Sequence[Message]) -> None: ...
 
     def clear(self, conversation_id: str) -> None: ...
+
+
+def conversation_id_of(context: Mapping[str, Any], default: str | None = None) -> str | None:
+    """The conversation a request names (its param ``ChatMemory.CONVERSATION_ID``), checked to be a
+    non-empty str; ``default`` when it names none. The one way the library reads it."""
+    given = context.get(ChatMemory.CONVERSATION_ID)
+    if given is None:
+        return default
+    return check_conversation_id(given, f"request param {ChatMemory.CONVERSATION_ID!r}")
 
 
 @runtime_checkable

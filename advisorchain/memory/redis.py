@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
+from .._checks import check_seconds
 from ..messages import Message
 from ._store import BlockingRepository, check_conversation_id, check_messages, decode_all, encode
 from .api import ConversationChange
@@ -33,10 +34,7 @@ def _driver() -> Any:
 def _ttl_ms(ttl: float | timedelta | None) -> int | None:
     if ttl is None:
         return None
-    seconds = ttl.total_seconds() if isinstance(ttl, timedelta) else ttl
-    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or seconds <= 0:
-        raise ValueError(f"ttl must be a positive number of seconds or a timedelta, got {ttl!r}")
-    return max(1, round(seconds * 1000))
+    return max(1, round(check_seconds(ttl, "ttl") * 1000))
 
 
 class RedisChatMemoryRepository(BlockingRepository):

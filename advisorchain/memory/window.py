@@ -7,6 +7,7 @@ import threading
 from collections.abc import Iterable, Sequence
 from typing import ClassVar
 
+from .._checks import check_int
 from ..messages import Message, SystemMessage, ToolResponseMessage, UserMessage
 from ._store import check_conversation_id, check_messages
 from .api import AtomicChatMemoryRepository, ChatMemory, ChatMemoryRepository
@@ -84,8 +85,7 @@ class MessageWindowChatMemory(ChatMemory):
     def __init__(
         self, repository: ChatMemoryRepository | None = None, max_messages: int = DEFAULT_MAX_MESSAGES
     ) -> None:
-        if isinstance(max_messages, bool) or not isinstance(max_messages, int) or max_messages < 1:
-            raise ValueError(f"max_messages must be an int >= 1, got {max_messages!r}")
+        check_int(max_messages, "max_messages", minimum=1)
         self.repository: ChatMemoryRepository = (
             InMemoryChatMemoryRepository() if repository is None else repository
         )

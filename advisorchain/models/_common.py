@@ -7,7 +7,7 @@ Nothing here imports a provider SDK, so every helper can be tested on plain data
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import ModelError
@@ -90,21 +90,10 @@ def split_sdk_options(params: dict[str, Any]) -> tuple[dict[str, Any], dict[str,
     return body, options
 
 
-def tool_definitions(options: ChatOptions | None) -> list[ToolDefinition]:
-    """The definitions of the request's tools, in order; two tools with one name are a ValueError."""
-    if options is None:
-        return []
-    definitions: list[ToolDefinition] = []
-    seen: set[str] = set()
-    for callback in options.tool_callbacks:
-        definition = callback.definition
-        if definition.name in seen:
-            raise ValueError(
-                f"two tools are named {definition.name!r} in one request; give each tool a unique name"
-            )
-        seen.add(definition.name)
-        definitions.append(definition)
-    return definitions
+def tool_definitions(options: ChatOptions | None) -> Sequence[ToolDefinition]:
+    """The definitions of the request's tools, in order (resolved once, by the options' registry,
+    which also checks that the names are unique)."""
+    return options.tool_registry.definitions if options is not None else ()
 
 
 def option_params(prompt: Prompt, *, max_tokens_key: str, stop_key: str) -> dict[str, Any]:

@@ -27,6 +27,7 @@ from typing import Any, cast
 import anthropic
 import httpx2
 
+from .._checks import check_int
 from ..errors import ModelError
 from ..messages import (
     AssistantMessage,
@@ -111,8 +112,7 @@ class AnthropicChatModel:
     ) -> None:
         if not isinstance(model, str) or not model.strip():
             raise ValueError(f"AnthropicChatModel needs a model name, got {model!r}")
-        if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1:
-            raise ValueError(f"max_tokens must be a positive int (the API requires it), got {max_tokens!r}")
+        check_int(max_tokens, "max_tokens (the Messages API requires it)", minimum=1)
         if client is not None and (base_url is not None or api_key is not None or max_retries is not None):
             raise ValueError(
                 "AnthropicChatModel takes either a ready `client` or `base_url`/`api_key`/`max_retries` "

@@ -19,13 +19,13 @@ import queue
 import re
 import threading
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import Executor, Future
 from typing import Any, Generic, ParamSpec, TypeVar, overload
 
 import pydantic_core
 
-from .api import ToolCallback, ToolContext, ToolDefinition, ToolMetadata
+from .api import ToolCallback, ToolContext, ToolDefinition, ToolMetadata, ToolRegistry
 from .schema import ToolSignature, parse_arguments, tool_signature
 
 __all__ = ["FunctionTool", "tool", "tool_callbacks"]
@@ -153,13 +153,18 @@ class FunctionTool(Generic[P, R]):
     async def call(self, arguments: str, context: ToolContext | None) -> str:
         """Run the function with the model's raw JSON ``arguments``; the ToolContext parameter, if
         any, receives ``context``. Bad arguments raise InvalidToolArgumentsError."""
+        return await self.call_parsed(parse_arguments(arguments, self._name), context)
+
+    async def call_parsed(self, arguments: Mapping[str, Any], context: ToolContext | None) -> str:
+        """``call`` with the arguments already parsed from JSON (the ToolCallingManager parses
+        them once and hands them over)."""
         if self.is_unbound_method:
             raise TypeError(
                 f"tool {self._name!r} is a method of {self._owner.__name__}; "  # type: ignore[union-attr]
                 "use it through an instance (tool_callbacks(obj))"
             )
         signature = self._resolve()
-        kwargs = signature.bind(parse_arguments(arguments, self._name), self._name)
+        kwargs = signature.bind(arguments, self._name)
         for param in signature.context_params:
             kwargs[param] = context if context is not None else ToolContext()
         target: Callable[..., Any] = self.func
@@ -199,19 +204,9 @@ def tool(
 def tool_callbacks(*objs: object) -> list[ToolCallback]:
     """Turn functions, objects with ``@tool`` methods (or a ``tool_callbacks()`` method),
     ToolCallbacks, and lists of these into one list of ToolCallbacks; duplicate names raise
-    ValueError."""
-    result: list[ToolCallback] = []
-    seen: dict[str, object] = {}
-    for obj in objs:
-        for callback in _callbacks_of(obj):
-            name = callback.definition.name
-            if name in seen:
-                raise ValueError(
-                    f"two tools are named {name!r} ({seen[name]!r} and {callback!r}); "
-                    "tool names must be unique — rename one with @tool(name=...)"
-                )
-            seen[name] = callback
-            result.append(callback)
+    ChainConfigurationError (a ValueError)."""
+    result = [callback for obj in objs for callback in _callbacks_of(obj)]
+    ToolRegistry(result)  # the one uniqueness check
     return result
 
 

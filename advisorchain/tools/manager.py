@@ -8,12 +8,15 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections import Counter
-from collections.abc import Coroutine, Mapping, Sequence
+from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 
 from .. import observability as obs
+from .._checks import check_int, check_seconds
+from .._tool_types import EMPTY_REGISTRY, ToolRegistry
 from ..errors import ToolCallLimitExceeded, ToolExecutionError
 from ..messages import AssistantMessage, Message, ToolCall, ToolResponse, ToolResponseMessage, UserMessage
 from ..model import ChatOptions, ChatResponse, Generation, Prompt
@@ -32,13 +35,16 @@ class ToolExecutionResult:
 
     ``conversation_history`` is the prompt's instructions, the assistant tool-call message and one
     ToolResponseMessage (a response per call, in call order); ``return_direct`` is true when every
-    called tool has ``return_direct`` (the tool outputs go straight to the caller).
+    called tool has ``return_direct`` (the tool outputs go straight to the caller);
+    ``malformed_calls`` are the calls whose argument text was not valid JSON (their responses tell
+    the model the parse error).
     """
 
     FINISH_REASON: ClassVar[str] = "returnDirect"
 
     conversation_history: tuple[Message, ...]
     return_direct: bool = False
+    malformed_calls: tuple[ToolCall, ...] = ()
 
     def __post_init__(self) -> None:
         if type(self.conversation_history) is not tuple:
@@ -63,15 +69,17 @@ class ToolExecutionResult:
 class _ToolFailure(Exception):
     """A tool call that failed; ``text`` is what the model is told, ``__cause__`` why."""
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, *, malformed: bool = False) -> None:
         super().__init__(text)
         self.text = text
+        self.malformed = malformed  # the argument text is not JSON at all
 
 
 @dataclass(frozen=True, slots=True)
 class _Outcome:
     response: ToolResponse
     return_direct: bool
+    malformed: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,12 +87,6 @@ class _Breach:
     tool_name: str | None
     limit: int
     message: str
-
-
-def _positive(value: int, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{what} must be a positive int, got {value!r}")
-    return value
 
 
 class ToolCallingManager:
@@ -110,23 +112,19 @@ class ToolCallingManager:
     ) -> None:
         self.parallel = parallel
         self.raise_on_error = raise_on_error
-        self.max_calls_per_tool = _positive(max_calls_per_tool, "max_calls_per_tool")
-        self.max_total_calls = _positive(max_total_calls, "max_total_calls")
-        if tool_timeout is not None and (isinstance(tool_timeout, bool) or not tool_timeout > 0):
-            raise ValueError(
-                f"tool_timeout must be a positive number of seconds or None, got {tool_timeout!r}"
-            )
-        self.tool_timeout = tool_timeout
+        self.max_calls_per_tool = check_int(max_calls_per_tool, "max_calls_per_tool", minimum=1)
+        self.max_total_calls = check_int(max_total_calls, "max_total_calls", minimum=1)
+        self.tool_timeout: float | None = check_seconds(tool_timeout, "tool_timeout", optional=True)
 
     def resolve_tool_definitions(self, options: ChatOptions | None) -> list[ToolDefinition]:
         """The definitions of the tools in ``options`` (duplicate names raise ValueError)."""
-        return [cb.definition for cb in _callbacks_by_name(options).values()]
+        return list(_registry(options).definitions)
 
     async def execute_tool_calls(self, prompt: Prompt, chat_response: ChatResponse) -> ToolExecutionResult:
         """Run the tool calls of ``chat_response`` with the tools of ``prompt.options`` and return
         the history extended by the assistant message and one ToolResponseMessage."""
         message = _tool_call_message(chat_response)
-        callbacks = _callbacks_by_name(prompt.options)
+        callbacks = _registry(prompt.options)
         context = ToolContext(prompt.options.tool_context if prompt.options is not None else {})
         calls = tuple(message.tool_calls)
         admitted, breach = self._admit(prompt.instructions, calls)
@@ -143,7 +141,10 @@ class ToolCallingManager:
                 limit=breach.limit,
                 partial_result=ToolExecutionResult(history, False),
             )
-        return ToolExecutionResult(history, bool(outcomes) and all(o.return_direct for o in outcomes))
+        malformed = tuple(call for call, o in zip(calls, outcomes, strict=False) if o.malformed)
+        return ToolExecutionResult(
+            history, bool(outcomes) and all(o.return_direct for o in outcomes), malformed
+        )
 
     # -- limits --------------------------------------------------------------------------------
 
@@ -173,15 +174,13 @@ class ToolCallingManager:
     # -- running -------------------------------------------------------------------------------
 
     async def _run_all(
-        self, calls: Sequence[ToolCall], callbacks: Mapping[str, ToolCallback], context: ToolContext
+        self, calls: Sequence[ToolCall], callbacks: ToolRegistry, context: ToolContext
     ) -> list[_Outcome]:
         if not self.parallel or len(calls) < 2:
             return [await self._run_one(call, callbacks, context) for call in calls]
         return await _gather_or_cancel([self._run_one(call, callbacks, context) for call in calls])
 
-    async def _run_one(
-        self, call: ToolCall, callbacks: Mapping[str, ToolCallback], context: ToolContext
-    ) -> _Outcome:
+    async def _run_one(self, call: ToolCall, callbacks: ToolRegistry, context: ToolContext) -> _Outcome:
         with obs.span(f"execute_tool {call.name}", obs.tool_span_attributes(call.name, call.id)) as s:
             callback = callbacks.get(call.name)
             try:
@@ -194,7 +193,9 @@ class ToolCallingManager:
                     raise ToolExecutionError(
                         failure.text, tool_name=call.name, tool_call_id=call.id
                     ) from cause
-                return _Outcome(ToolResponse(call.id, call.name, f"Error: {failure.text}"), False)
+                return _Outcome(
+                    ToolResponse(call.id, call.name, f"Error: {failure.text}"), False, failure.malformed
+                )
         direct = callback is not None and callback.metadata.return_direct
         return _Outcome(ToolResponse(call.id, call.name, text), direct)
 
@@ -202,7 +203,7 @@ class ToolCallingManager:
         self,
         call: ToolCall,
         callback: ToolCallback | None,
-        callbacks: Mapping[str, ToolCallback],
+        callbacks: ToolRegistry,
         context: ToolContext,
     ) -> str:
         if callback is None:
@@ -210,10 +211,15 @@ class ToolCallingManager:
         try:
             arguments = parse_arguments(call.arguments, call.name)
         except InvalidToolArgumentsError as exc:
-            raise _ToolFailure(str(exc)) from exc
-        raw = call.arguments if arguments else "{}"
+            raise _ToolFailure(str(exc), malformed=isinstance(exc.__cause__, json.JSONDecodeError)) from exc
+        # Parsed once: a tool that takes parsed arguments gets them; any other gets the raw JSON.
+        call_parsed = getattr(callback, "call_parsed", None)
+        if call_parsed is not None:
+            pending = call_parsed(arguments, context)
+        else:
+            pending = callback.call(call.arguments if arguments else "{}", context)
         try:
-            result = await self._with_timeout(callback.call(raw, context), call.name)
+            result = await self._with_timeout(pending, call.name)
         except _ToolFailure:
             raise
         except InvalidToolArgumentsError as exc:
@@ -265,14 +271,8 @@ def _calls_this_turn(history: Sequence[Message]) -> Counter[str]:
     return counts
 
 
-def _callbacks_by_name(options: ChatOptions | None) -> dict[str, ToolCallback]:
-    callbacks: dict[str, ToolCallback] = {}
-    for callback in options.tool_callbacks if options is not None else ():
-        name = callback.definition.name
-        if name in callbacks:
-            raise ValueError(f"two tools are named {name!r} in one request; tool names must be unique")
-        callbacks[name] = callback
-    return callbacks
+def _registry(options: ChatOptions | None) -> ToolRegistry:
+    return options.tool_registry if options is not None else EMPTY_REGISTRY
 
 
 def _tool_call_message(chat_response: ChatResponse) -> AssistantMessage:
@@ -285,10 +285,10 @@ def _tool_call_message(chat_response: ChatResponse) -> AssistantMessage:
     )
 
 
-def _unknown_tool_text(name: str, callbacks: Mapping[str, ToolCallback]) -> str:
+def _unknown_tool_text(name: str, callbacks: ToolRegistry) -> str:
     if not callbacks:
         return f"there is no tool named {name!r}: this request has no tools; answer without calling tools"
-    available = ", ".join(repr(n) for n in callbacks)
+    available = ", ".join(repr(n) for n in callbacks.names)
     return (
         f"there is no tool named {name!r}; available tools: {available}. Call one of them by its exact name"
     )

@@ -63,7 +63,8 @@ def parse_arguments(arguments: str | None, tool_name: str) -> dict[str, Any]:
     except json.JSONDecodeError as exc:
         raise InvalidToolArgumentsError(
             f"the arguments of tool {tool_name!r} are not valid JSON ({exc.msg} at line {exc.lineno} "
-            f"column {exc.colno}); send one JSON object that matches the tool's input schema"
+            f"column {exc.colno}); send one strict JSON object that matches the tool's input schema: "
+            "keys and strings in double quotes, no trailing commas, no comments, nothing around it"
         ) from exc
     if value is None:
         return {}

@@ -7,7 +7,7 @@ the model can act on, and a failed write changes nothing.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -98,6 +98,9 @@ class _TodoWrite(_TodoTool):
             args = parse_arguments(arguments, "todo_write")
         except InvalidToolArgumentsError as exc:
             return f"Error: {exc}"
+        return await self.call_parsed(args, context)
+
+    async def call_parsed(self, args: Mapping[str, Any], context: ToolContext | None) -> str:
         if "items" not in args:
             return 'Error: call todo_write with {"items": [{"id": ..., "text": ..., "status": ...}, ...]}.'
         checked = _check(args["items"])
@@ -109,6 +112,9 @@ class _TodoWrite(_TodoTool):
 
 class _TodoRead(_TodoTool):
     async def call(self, arguments: str, context: ToolContext | None) -> str:
+        return render(self._owner.todos(_conversation(context)))
+
+    async def call_parsed(self, args: Mapping[str, Any], context: ToolContext | None) -> str:
         return render(self._owner.todos(_conversation(context)))
 
 

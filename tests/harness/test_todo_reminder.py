@@ -74,5 +74,5 @@ def test_defaults_follow_the_contract() -> None:
     advisor = TodoReminderAdvisor()
     assert (advisor.threshold, advisor.reminder) == (3, REMINDER)
     assert advisor.order == -(2**31) + 400
-    with pytest.raises(ValueError, match="threshold must be at least 1"):
+    with pytest.raises(ValueError, match="threshold must be an int >= 1"):
         TodoReminderAdvisor(threshold=0)

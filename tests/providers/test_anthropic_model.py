@@ -69,7 +69,7 @@ def test_max_retries_configures_the_sdk_client() -> None:
 
 @pytest.mark.parametrize("max_tokens", [0, -1, True, 1.5])
 def test_max_tokens_must_be_a_positive_int(max_tokens: Any) -> None:
-    with pytest.raises(ValueError, match="max_tokens must be a positive int"):
+    with pytest.raises(ValueError, match=r"max_tokens \(the Messages API requires it\) must be an int"):
         AnthropicChatModel("claude-sonnet-4-5", api_key="k", max_tokens=max_tokens)
 
 

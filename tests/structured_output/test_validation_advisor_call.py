@@ -338,7 +338,7 @@ _BAD_ARGUMENTS: list[tuple[Callable[[], object], str]] = [
     (lambda: StructuredOutputValidationAdvisor(output_json_schema=42), "as a str or a Mapping"),  # type: ignore[arg-type]
     (
         lambda: StructuredOutputValidationAdvisor(Person, max_repeat_attempts=-1),
-        "max_repeat_attempts must be >= 0",
+        "max_repeat_attempts must be an int >= 0",
     ),
     (
         lambda: StructuredOutputValidationAdvisor(Person, max_repeat_attempts=True),
@@ -356,3 +356,11 @@ _BAD_ARGUMENTS: list[tuple[Callable[[], object], str]] = [
 def test_bad_constructor_arguments_raise_value_error(make: Callable[[], object], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         make()
+
+
+@pytest.mark.parametrize("order", [-(2**31), 2**31 - 1])
+def test_an_order_at_either_bound_is_refused_like_the_tool_advisor(order: int) -> None:
+    from advisorchain import StructuredOutputValidationAdvisor
+
+    with pytest.raises(ValueError, match=r"strictly between Ordered\.HIGHEST_PRECEDENCE and"):
+        StructuredOutputValidationAdvisor(output_type=int, order=order)

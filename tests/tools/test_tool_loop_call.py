@@ -78,7 +78,7 @@ def test_an_order_outside_the_open_interval_is_rejected(order: int) -> None:
 
 
 def test_max_iterations_must_be_positive() -> None:
-    with pytest.raises(ValueError, match="max_iterations must be a positive int or None, got 0"):
+    with pytest.raises(ValueError, match="max_iterations must be an int >= 1 or None, got 0"):
         ToolCallingAdvisor(max_iterations=0)
 
 

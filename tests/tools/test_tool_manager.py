@@ -255,7 +255,7 @@ async def test_malformed_argument_json_gets_the_parser_message() -> None:
     )
     assert texts(result) == [
         "Error: the arguments of tool 'get_weather' are not valid JSON "
-        "(Expecting value at line 1 column 10); send one JSON object that matches the tool's input schema"
+        "(Expecting value at line 1 column 10); send one strict JSON object that matches the tool's input schema: keys and strings in double quotes, no trailing commas, no comments, nothing around it"
     ]
 
 

@@ -1,0 +1,68 @@
+"""The chain's vocabulary: order constants (the built-in default orders named in one place),
+well-known request-context keys, and the marker classes that tell the chain what an advisor is.
+
+It imports nothing of the chain, so the chain, the built-in advisors and the client can all use it.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from .._checks import check_int
+from ..errors import ChainConfigurationError
+
+__all__ = ["AdvisorParams", "MemoryAdvisor", "Ordered", "ToolAdvisor", "check_order"]
+
+
+class Ordered:
+    """Order constants: lower runs first (outermost); the model call is always innermost."""
+
+    HIGHEST_PRECEDENCE: ClassVar[int] = -(2**31)
+    LOWEST_PRECEDENCE: ClassVar[int] = 2**31 - 1
+
+
+# The built-in advisors' default orders, with gaps so advisors fit between them.
+MEMORY_ORDER = Ordered.HIGHEST_PRECEDENCE + 200
+"""MessageChatMemoryAdvisor: outside the tool loop (one exchange per request)."""
+TOOL_CALLING_ORDER = Ordered.HIGHEST_PRECEDENCE + 300
+"""ToolCallingAdvisor: owns the loop; advisors with a greater order run on every round."""
+TODO_REMINDER_ORDER = TOOL_CALLING_ORDER + 100
+"""TodoReminderAdvisor: inside the loop."""
+STRUCTURED_OUTPUT_ORDER = Ordered.LOWEST_PRECEDENCE - 2000
+"""StructuredOutputValidationAdvisor: late, so each final answer of the loop is validated."""
+DEFAULT_ORDER = 0
+"""Advisors that name no order (BaseAdvisor, SimpleLoggerAdvisor, SafeGuardAdvisor)."""
+
+
+def check_order(value: object, what: str = "order", *, inside: bool = False) -> int:
+    """An advisor order: an int; with ``inside`` strictly between HIGHEST_PRECEDENCE and
+    LOWEST_PRECEDENCE (a recursive advisor needs room for advisors outside and inside it)."""
+    order = check_int(value, what)
+    if inside and not Ordered.HIGHEST_PRECEDENCE < order < Ordered.LOWEST_PRECEDENCE:
+        raise ChainConfigurationError(
+            f"{what} {order} must lie strictly between Ordered.HIGHEST_PRECEDENCE and "
+            "Ordered.LOWEST_PRECEDENCE, so advisors can run outside and inside it"
+        )
+    return order
+
+
+class AdvisorParams:
+    """Well-known request-context keys."""
+
+    TOOL_CALLING_ADVISOR_AUTO_REGISTER: ClassVar[str] = "tool_calling_advisor_auto_register"
+    """Set to False on a request to keep the client from adding a ToolCallingAdvisor."""
+
+    TOOL_LOOP_ITERATION: ClassVar[str] = "advisorchain.tool_loop.iteration"
+    """Set by the ToolCallingAdvisor on each round's request (1, 2, ...); the round's responses and
+    stream chunks carry it back, so an advisor outside the loop can tell the rounds apart."""
+
+    OUTPUT_FORMAT: ClassVar[str] = "advisorchain.output_format"
+    """Format instructions the model link appends to the last user message (set by ``entity``)."""
+
+
+class ToolAdvisor:
+    """Marker: an advisor that owns the tool loop (at most one per chain)."""
+
+
+class MemoryAdvisor:
+    """Marker: an advisor that keeps conversation memory."""

@@ -1,0 +1,123 @@
+"""The package's import graph has no cycle: lower layers never import upper ones.
+
+Every import counts — module level, inside functions and under ``TYPE_CHECKING`` — and importing
+``advisorchain.tools.api`` counts as importing the subpackage ``advisorchain.tools`` too, because its
+``__init__`` runs first. Only the root package (the public facade, which imports everything) is left
+out as a parent.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent / "advisorchain"
+PACKAGE = "advisorchain"
+
+
+def _module_names() -> dict[str, Path]:
+    names: dict[str, Path] = {}
+    for path in ROOT.rglob("*.py"):
+        parts = list(path.relative_to(ROOT.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        names[".".join(parts)] = path
+    return names
+
+
+def _resolve(module: str, is_package: bool, node: ast.ImportFrom) -> str:
+    if node.level == 0:
+        return node.module or ""
+    base = module.split(".") if is_package else module.split(".")[:-1]
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join([*base, node.module] if node.module else base)
+
+
+def _with_parents(name: str, known: dict[str, Path]) -> list[str]:
+    """``name`` and each subpackage above it (the root package excluded) that is a known module."""
+    parts = name.split(".")
+    found = [".".join(parts[:i]) for i in range(2, len(parts) + 1)]
+    return [n for n in found if n in known]
+
+
+def import_graph() -> dict[str, set[str]]:
+    known = _module_names()
+    graph: dict[str, set[str]] = {name: set() for name in known}
+    for module, path in known.items():
+        is_package = path.name == "__init__.py"
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = _resolve(module, is_package, node)
+                targets = [base, *(f"{base}.{alias.name}" for alias in node.names)]
+            for target in targets:
+                if target == PACKAGE or not target.startswith(PACKAGE + "."):
+                    continue
+                for dependency in _with_parents(target, known):
+                    # A module's own enclosing packages are initialised before it: no edge.
+                    if dependency != module and not module.startswith(dependency + "."):
+                        graph[module].add(dependency)
+    return graph
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import cycle as a list of modules (first == last), or None."""
+    state: dict[str, int] = {}  # 1 = on the current path, 2 = done
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                return [*path[path.index(nxt) :], nxt]
+            if nxt not in state:
+                found = visit(nxt)
+                if found:
+                    return found
+        path.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state:
+            found = visit(node)
+            if found:
+                return found
+    return None
+
+
+def test_the_package_has_no_import_cycle() -> None:
+    cycle = find_cycle(import_graph())
+    assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
+
+
+def test_the_cycle_finder_finds_a_planted_cycle() -> None:
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+@pytest.mark.parametrize(
+    ("lower", "upper"),
+    [
+        ("advisorchain.messages", "advisorchain.model"),
+        ("advisorchain.errors", "advisorchain.tools"),
+        ("advisorchain.model", "advisorchain.advisors"),
+        ("advisorchain.model", "advisorchain.tools"),
+        ("advisorchain.advisors.api", "advisorchain.client"),
+    ],
+)
+def test_lower_layers_never_reach_up(lower: str, upper: str) -> None:
+    graph = import_graph()
+    reached: set[str] = set()
+    todo = [lower]
+    while todo:
+        for nxt in graph[todo.pop()]:
+            if nxt not in reached:
+                reached.add(nxt)
+                todo.append(nxt)
+    assert not {m for m in reached if m == upper or m.startswith(upper + ".")}, f"{lower} reaches {upper}"
