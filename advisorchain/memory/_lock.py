@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import itertools
 import logging
 import os
 import socket
@@ -47,8 +48,18 @@ class SharedLocks(Protocol):
 
 
 def new_owner_token() -> str:
-    """A lock owner token naming this host and process (so a dead owner can be recognised)."""
-    return f"{_HOST}:{os.getpid()}:{uuid.uuid4().hex}"
+    """A lock owner token naming this host and process (so a dead owner can be recognised), unique
+    across processes (a random part drawn once per process) and within one (a counter)."""
+    pid = os.getpid()
+    global _TOKEN_PID, _TOKEN_PREFIX
+    if pid != _TOKEN_PID:  # drawn again in a forked child
+        _TOKEN_PID, _TOKEN_PREFIX = pid, uuid.uuid4().hex[:16]
+    return f"{_HOST}:{pid}:{_TOKEN_PREFIX}.{next(_TOKEN_COUNT)}"
+
+
+_TOKEN_PID = -1
+_TOKEN_PREFIX = ""
+_TOKEN_COUNT = itertools.count()
 
 
 def is_process_alive(pid: int) -> bool:
