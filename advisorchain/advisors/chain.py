@@ -19,6 +19,7 @@ refer to each other; ``advisorchain.advisors.api`` re-exports the whole contract
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from contextlib import asynccontextmanager
 from typing import Generic, Protocol, Self, TypeAlias, TypeVar, runtime_checkable
 
 from opentelemetry.trace import Span, SpanKind
@@ -248,7 +249,11 @@ class CallAdvisorChain(AdvisorChain[Advisor]):
                 response = await self._model.call(prompt)
                 obs.record_response(s, response)
         else:
-            response = await self._model.call(prompt)
+            try:
+                response = await self._model.call(prompt)
+            except Exception as exc:
+                _raised_in(exc, f"model {type(self._model).__name__}")
+                raise
         if not isinstance(response, ChatResponse):
             raise ModelError(f"{type(self._model).__name__}.call() returned {response!r}, not a ChatResponse")
         return ChatClientResponse(response, request.context)
@@ -289,13 +294,35 @@ class StreamAdvisorChain(AdvisorChain[Advisor]):
 
     async def _stream_model(self, request: ChatClientRequest) -> AsyncIterator[ChatClientResponse]:
         context = request.context
-        async with closing(self._model.stream(_model_prompt(request))) as stream:
+        async with closing(self._model.stream(_model_prompt(request))) as stream, _blamed(self._model):
             async for chunk in stream:
                 if not isinstance(chunk, ChatResponse):
                     raise ModelError(
                         f"{type(self._model).__name__}.stream() yielded {chunk!r}, not a ChatResponse"
                     )
                 yield ChatClientResponse(chunk, context)
+
+
+def _raised_in(exc: BaseException, where: str) -> None:
+    """Note on ``exc``, once, the first link it came out of: the advisor or model that raised it
+    (outer links see it pass through and leave the note alone). Errors that name their advisor
+    already (ChainConfigurationError) get no note."""
+    if isinstance(exc, ChainConfigurationError) or getattr(exc, "__advisorchain_raised_in__", None):
+        return
+    try:
+        setattr(exc, "__advisorchain_raised_in__", where)  # noqa: B010
+    except (AttributeError, TypeError):  # an exception type that takes no attributes
+        return
+    exc.add_note(f"(raised in {where})")
+
+
+@asynccontextmanager
+async def _blamed(model: object) -> AsyncIterator[None]:
+    try:
+        yield
+    except Exception as exc:
+        _raised_in(exc, f"model {type(model).__name__}")
+        raise
 
 
 def _record_chunks(span: Span, chunks: list[ChatClientResponse]) -> None:
@@ -310,7 +337,12 @@ async def _hop_call(
 ) -> ChatClientResponse:
     advise = getattr(advisor, "advise_call", None)
     if advise is not None:
-        return checked_response(await advise(request, rest), advisor, "advise_call")
+        try:
+            response = await advise(request, rest)
+        except Exception as exc:
+            _raised_in(exc, f"advisor {_label(advisor)}")
+            raise
+        return checked_response(response, advisor, "advise_call")
     # A stream-only advisor: the rest of the call is its one-chunk stream; its chunks are aggregated.
     stream = advisor.advise_stream(request, _CallAsStream(rest))  # type: ignore[union-attr]
     return await collect_answer(_checked_chunks(stream, advisor))
@@ -337,8 +369,12 @@ async def _checked_chunks(
     stream: AsyncIterator[ChatClientResponse], advisor: object
 ) -> AsyncIterator[ChatClientResponse]:
     async with closing(stream):
-        async for chunk in stream:
-            yield checked_response(chunk, advisor, "advise_stream")
+        try:
+            async for chunk in stream:
+                yield checked_response(chunk, advisor, "advise_stream")
+        except Exception as exc:
+            _raised_in(exc, f"advisor {_label(advisor)}")
+            raise
 
 
 async def _fold(
