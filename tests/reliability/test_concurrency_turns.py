@@ -18,12 +18,14 @@ from memory_support import (
     BACKENDS,
     PERSISTENT_BACKENDS,
     agent_client,
+    agent_reply,
     check_whole_turns,
     question,
     window,
 )
 
 from advisorchain import ChatMemory
+from advisorchain.testing import FunctionChatModel
 
 make_backend = memory_support.make_backend  # the repository fixtures of tests/memory
 RUNNER = str(Path(__file__).with_name("turn_runner.py"))
@@ -148,3 +150,35 @@ def test_turns_from_three_processes_on_one_conversation_are_stored_whole(
 
     tags = check_whole_turns(backend.repository().find_by_conversation_id("shared"), place)
     assert sorted(tags) == sorted(f"p{p}.{i}" for p in range(3) for i in range(3))
+
+
+@pytest.mark.parametrize("backend_name", BACKENDS)
+async def test_a_turn_cancelled_while_waiting_for_its_turn_stores_nothing_and_blocks_no_one(
+    make_backend: Any, backend_name: str
+) -> None:
+    memory = window(make_backend(backend_name).repository())
+    release = asyncio.Event()
+    holding = asyncio.Event()
+
+    async def slow_then_normal(prompt: Any) -> Any:
+        if getattr(prompt.instructions[-1], "text", None) == question("slow", 0):
+            holding.set()
+            await release.wait()
+        return await agent_reply(prompt)
+
+    client = agent_client(memory, "inside", FunctionChatModel(slow_then_normal))
+    first = asyncio.ensure_future(client.prompt(question("slow", 0)).param(CID, "c").acall().content())
+    await asyncio.wait_for(holding.wait(), 10)
+    waiting = asyncio.ensure_future(client.prompt(question("gone", 1)).param(CID, "c").acall().content())
+    await asyncio.sleep(0.05)  # it is queued behind the first turn
+    waiting.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    release.set()
+
+    assert await asyncio.wait_for(first, 10) == "aslow"
+    assert (
+        await asyncio.wait_for(client.prompt(question("next", 1)).param(CID, "c").acall().content(), 10)
+        == "anext"
+    )
+    assert check_whole_turns(await memory.aget("c"), "inside") == ["slow", "next"]
