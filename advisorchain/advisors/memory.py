@@ -9,6 +9,7 @@ assistant tool-call messages, tool responses and the final answer, each once.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
@@ -105,12 +106,13 @@ class MessageChatMemoryAdvisor(MemoryAdvisor):
     async def _before(self, request: ChatClientRequest) -> tuple[ChatClientRequest, _Turn]:
         conversation_id = self.conversation_of(request)
         iteration = request.context.get(AdvisorParams.TOOL_LOOP_ITERATION)
-        turns: dict[int, _Turn] | None = request.context.get(_TURNS)
-        turn = turns.get(id(self)) if turns is not None else None
+        turns = _TURNS.get()
+        if turns is None:  # a chain run without a ChatClient: the task keeps the turn state
+            turns = {}
+            _TURNS.set(turns)
+        turn = turns.get(id(self))
         if turn is None or turn.conversation_id != conversation_id:
-            turn = _Turn(conversation_id)
-            turns = {**(turns or {}), id(self): turn}
-            request = request.copy(context={**request.context, _TURNS: turns})
+            turn = turns[id(self)] = _Turn(conversation_id)
         turn.inside = iteration is not None
         if iteration is None or iteration == 1 or turn.older is None:
             instructions = await self._first_round(request, turn)
@@ -197,21 +199,28 @@ async def conversation_turns(
         yield request
         return
     turns = {id(a): _Turn(a.conversation_of(request)) for a in memories}
-    request = request.copy(context={**request.context, _TURNS: turns})
     locks = {lock_key(a.chat_memory, turns[id(a)].conversation_id): a for a in memories}
+    outer = _TURNS.get()
     async with AsyncExitStack() as stack:
         for key in sorted(locks):  # one global order: two requests never wait on each other
             advisor = locks[key]
             await stack.enter_async_context(
                 conversation_lock(advisor.chat_memory, turns[id(advisor)].conversation_id)
             )
-        yield request
-        for advisor in memories:
-            await advisor._finish(turns[id(advisor)])
+        _TURNS.set(turns)
+        try:
+            yield request
+            for advisor in memories:
+                await advisor._finish(turns[id(advisor)])
+        finally:
+            _TURNS.set(outer)  # not reset(): a stream's steps may each run in their own context
 
 
-_TURNS = "advisorchain.memory.turns"
-"""Request-context key: per memory advisor (by id), the state of the turn in progress."""
+_TURNS: contextvars.ContextVar[dict[int, _Turn] | None] = contextvars.ContextVar(
+    "advisorchain_memory_turns", default=None
+)
+"""Per memory advisor (by id), the state of the turn in progress: kept out of the request context,
+which may be serialised (durable runs), and shared by every round of the turn."""
 
 
 @dataclass(eq=False)
