@@ -1,9 +1,11 @@
 """``MessageChatMemoryAdvisor``: gives the model the conversation so far and remembers the exchange.
 
 Outside the tool loop (the default order, before ``ToolCallingAdvisor``) it runs once per request
-and stores the user message and the final answer. Inside the loop (an order greater than the
-ToolCallingAdvisor's) it runs on every iteration and stores every message the loop produces:
-assistant tool-call messages, tool responses and the final answer, each once.
+and stores the user message and the final answer together, once the answer is complete. Inside
+the loop (an order greater than the ToolCallingAdvisor's) it runs on every round and stores each
+round whole: the assistant tool-call message with its tool responses, then the final answer.
+``conversation_turns`` (which the ChatClient runs every request in) keeps turns on one
+conversation from interleaving.
 """
 
 from __future__ import annotations
@@ -156,7 +158,8 @@ class MessageChatMemoryAdvisor(MemoryAdvisor):
         return _fit(systems, turn.older or [], turn.messages, self._budget())
 
     async def _after(self, turn: _Turn, response: ChatResponse | None) -> None:
-        if response is None:
+        if response is None:  # no answer: outside the loop the question is not stored alone
+            turn.unstored = turn.unstored if turn.inside else []
             return
         answers: list[Message] = [g.output for g in response.generations]
         if turn.inside and any(isinstance(a, AssistantMessage) and a.tool_calls for a in answers):
@@ -175,9 +178,11 @@ class MessageChatMemoryAdvisor(MemoryAdvisor):
             await _add(self.chat_memory, turn.conversation_id, messages)
 
     async def _finish(self, turn: _Turn) -> None:
-        """The turn ended well: store what waits (a tool-call round the loop ended on, e.g. return
-        direct or an approval pause, whose tool responses will never reach this advisor)."""
-        await self._store(turn, [])
+        """The turn ended well: inside the loop, store what waits (a tool-call round the loop ended
+        on — return direct, a limit, an approval pause — whose tool responses never reach this
+        advisor). Outside the loop a question is only ever stored with its answer."""
+        if turn.inside:
+            await self._store(turn, [])
 
     def _budget(self) -> int | None:
         size = getattr(self.chat_memory, "max_messages", None)

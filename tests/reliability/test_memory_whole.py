@@ -124,3 +124,24 @@ def test_the_conversation_goes_on_after_a_failed_turn() -> None:
 
     assert model.prompts[1].instructions == (UserMessage("Hello again?"),)
     assert memory.get("default") == [UserMessage("Hello again?"), AssistantMessage("Hi!")]
+
+
+class NoAnswer:
+    """An advisor that answers with no chat response at all."""
+
+    name = "no answer"
+    order = 0
+
+    async def advise_call(self, request: Any, chain: Any) -> Any:
+        from advisorchain import ChatClientResponse
+
+        return ChatClientResponse(None, request.context)
+
+
+def test_outside_the_loop_a_turn_without_an_answer_does_not_store_the_question_alone() -> None:
+    memory = CountingMemory()
+    client = ChatClient(ScriptedChatModel([]), [MessageChatMemoryAdvisor(memory), NoAnswer()])
+
+    client.prompt("Hello?").call().chat_client_response()
+
+    assert memory.batches == []
