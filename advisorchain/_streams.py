@@ -9,8 +9,7 @@ stop, an error or a cancellation always closes what was opened.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
-from typing import TypeVar
+from typing import Generic, TypeVar
 
 __all__ = ["close_stream", "closing", "collect", "tap"]
 
@@ -24,13 +23,22 @@ async def close_stream(stream: object) -> None:
         await aclose()
 
 
-@asynccontextmanager
-async def closing(stream: AsyncIterator[T]) -> AsyncIterator[AsyncIterator[T]]:
-    """``async with closing(s) as s: async for x in s: ...`` — ``s`` is closed however the block ends."""
-    try:
-        yield stream
-    finally:
-        await close_stream(stream)
+class closing(Generic[T]):
+    """``async with closing(s) as s: async for x in s: ...`` — ``s`` is closed however the block ends.
+
+    A plain class rather than ``@asynccontextmanager``: it runs on every hop of every stream.
+    """
+
+    __slots__ = ("_stream",)
+
+    def __init__(self, stream: AsyncIterator[T]) -> None:
+        self._stream = stream
+
+    async def __aenter__(self) -> AsyncIterator[T]:
+        return self._stream
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await close_stream(self._stream)
 
 
 async def collect(stream: AsyncIterator[T]) -> list[T]:

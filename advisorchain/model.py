@@ -323,10 +323,13 @@ class ChatClientMessageAggregator:
         """The chunks' responses aggregated (as ``aggregate``), their contexts merged in order."""
         responses: list[ChatResponse] = []
         context: dict[str, Any] = {}
+        merged: Mapping[str, Any] | None = None
         for chunk in chunks:
             if chunk.chat_response is not None:
                 responses.append(chunk.chat_response)
-            context.update(chunk.context)
+            if chunk.context is not merged:  # the chunks of one answer usually share one context
+                merged = chunk.context
+                context.update(merged)
         return ChatClientResponse(
             ChatClientMessageAggregator.aggregate(responses) if responses else None, context
         )

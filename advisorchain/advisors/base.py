@@ -84,8 +84,14 @@ class BaseAdvisor:
         return checked_response(self.after(response, chain), self, "after()")
 
     async def advise_call(self, request: ChatClientRequest, chain: CallAdvisorChain) -> ChatClientResponse:
-        response = await chain.next_call(self._before(request, chain))
-        return self._after(response, chain)
+        # The checks of _before/_after, inlined: this is every BaseAdvisor's hop on the call path.
+        edited = self.before(request, chain)
+        if type(edited) is not ChatClientRequest:
+            edited = checked_request(edited, self, "before()")
+        response = self.after(await chain.next_call(edited), chain)
+        if type(response) is ChatClientResponse:
+            return response
+        return checked_response(response, self, "after()")
 
     async def advise_stream(
         self, request: ChatClientRequest, chain: StreamAdvisorChain
@@ -94,6 +100,11 @@ class BaseAdvisor:
         if self.stream_mode == "buffer":
             answer = ChatClientMessageAggregator.aggregate_responses(await collect(stream))
             yield self._after(answer, chain)
+            return
+        if type(self).after is BaseAdvisor.after:  # nothing to observe: relay the chunks as they are
+            async with closing(stream):
+                async for chunk in stream:
+                    yield chunk
             return
         # observe: pass chunks live; hold the end of the answer (from its finish reason on) so the
         # context after() returns can ride on its last chunk.
@@ -110,6 +121,6 @@ class BaseAdvisor:
         if held:
             for chunk in held[:-1]:
                 yield chunk
-            yield held[-1].copy(context=result.context)
+            yield ChatClientResponse(held[-1].chat_response, result.context)
         elif result.context != (chunks[-1].context if chunks else {}):
             yield ChatClientResponse(None, result.context)  # no chunk left to carry the context

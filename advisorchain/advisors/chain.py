@@ -18,6 +18,7 @@ refer to each other; ``advisorchain.advisors.api`` re-exports the whole contract
 
 from __future__ import annotations
 
+import functools
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from typing import Generic, Protocol, Self, TypeAlias, TypeVar, runtime_checkable
@@ -233,13 +234,24 @@ class CallAdvisorChain(AdvisorChain[Advisor]):
     async def next_call(self, request: ChatClientRequest) -> ChatClientResponse:
         """Run the rest of the chain on ``request``: the next advisor, or the model at the end."""
         index = self._index
-        if index < len(self._advisors):
-            advisor = self._advisors[index]
+        if index >= len(self._advisors):
+            return await self._call_model(request)
+        advisor = self._advisors[index]
+        advise = getattr(advisor, "advise_call", None)
+        if advise is None:  # a stream-only advisor: the rest of the call is its one-chunk stream
+            advise = functools.partial(_call_via_stream, advisor)
+        try:
             if self._traced:
                 with obs.span(f"advisor {advisor.name}", {"advisorchain.advisor.order": advisor.order}):
-                    return await _hop_call(advisor, request, self._advance())
-            return await _hop_call(advisor, request, self._advance())
-        return await self._call_model(request)
+                    response = await advise(request, self._advance())
+            else:
+                response = await advise(request, self._advance())
+        except Exception as exc:
+            _raised_in(exc, f"advisor {_label(advisor)}")
+            raise
+        if type(response) is ChatClientResponse:
+            return response
+        return checked_response(response, advisor, "advise_call")
 
     async def _call_model(self, request: ChatClientRequest) -> ChatClientResponse:
         prompt = _model_prompt(request)
@@ -332,20 +344,11 @@ def _record_chunks(span: Span, chunks: list[ChatClientResponse]) -> None:
 # -- one hop: every advisor runs on both paths -------------------------------------------------------
 
 
-async def _hop_call(
+async def _call_via_stream(
     advisor: Advisor, request: ChatClientRequest, rest: CallAdvisorChain
 ) -> ChatClientResponse:
-    advise = getattr(advisor, "advise_call", None)
-    if advise is not None:
-        try:
-            response = await advise(request, rest)
-        except Exception as exc:
-            _raised_in(exc, f"advisor {_label(advisor)}")
-            raise
-        return checked_response(response, advisor, "advise_call")
-    # A stream-only advisor: the rest of the call is its one-chunk stream; its chunks are aggregated.
-    stream = advisor.advise_stream(request, _CallAsStream(rest))  # type: ignore[union-attr]
-    return await collect_answer(_checked_chunks(stream, advisor))
+    """A stream-only advisor on the call path: its chunks over the rest of the call, aggregated."""
+    return await collect_answer(_hop_stream(advisor, request, _CallAsStream(rest)))
 
 
 def _hop_stream(
@@ -360,9 +363,15 @@ def _hop_stream(
             f"advisor {_label(advisor)} returned {stream!r} from advise_stream; it must return an "
             "async iterator of ChatClientResponse (write it as an async generator)"
         )
-    if getattr(getattr(type(advisor), "advise_stream", None), "__module__", "").startswith("advisorchain."):
+    if _is_library_stream(type(advisor)):
         return stream  # type: ignore[no-any-return]  # the library's own advisors yield only responses
     return _checked_chunks(stream, advisor)
+
+
+@functools.cache
+def _is_library_stream(cls: type) -> bool:
+    """True when ``cls.advise_stream`` is the library's own code (its chunks need no check)."""
+    return getattr(getattr(cls, "advise_stream", None), "__module__", "").startswith("advisorchain.")
 
 
 async def _checked_chunks(
