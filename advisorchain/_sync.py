@@ -9,6 +9,8 @@ a clear error naming the async form, instead of deadlocking.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import contextvars
 import threading
 from collections.abc import AsyncIterator, Coroutine, Iterator
 from typing import Any, TypeVar
@@ -54,7 +56,7 @@ def run(coro: Coroutine[Any, Any, T], sync_name: str, async_name: str) -> T:
     except SyncInAsyncContextError:
         coro.close()
         raise
-    future = asyncio.run_coroutine_threadsafe(coro, _bridge_loop())
+    future = _submit(coro, _bridge_loop(), contextvars.copy_context())
     try:
         return future.result()
     except BaseException:
@@ -67,10 +69,11 @@ def iterate(source: AsyncIterator[T], sync_name: str, async_name: str) -> Iterat
     while waiting) cancels the pending step and closes ``source``."""
     ensure_no_running_loop(sync_name, async_name)
     loop = _bridge_loop()
+    context = contextvars.copy_context()  # every step sees what earlier steps set
     finished = False
     try:
         while True:
-            future = asyncio.run_coroutine_threadsafe(_next(source), loop)
+            future = _submit(_next(source), loop, context)
             try:
                 item = future.result()
             except StopAsyncIteration:
@@ -82,7 +85,37 @@ def iterate(source: AsyncIterator[T], sync_name: str, async_name: str) -> Iterat
             yield item
     finally:
         if not finished:
-            asyncio.run_coroutine_threadsafe(_close_when_idle(source), loop).result()
+            _submit(_close_when_idle(source), loop, context).result()
+
+
+def _submit(
+    coro: Coroutine[Any, Any, T], loop: asyncio.AbstractEventLoop, context: contextvars.Context
+) -> concurrent.futures.Future[T]:
+    """Run ``coro`` on ``loop`` as a task in ``context`` (the caller's context variables: tracing
+    spans, held conversation turns); cancelling the returned future cancels the task."""
+    outer: concurrent.futures.Future[T] = concurrent.futures.Future()
+
+    def start() -> None:
+        if outer.cancelled():
+            coro.close()
+            return
+        task = loop.create_task(coro, context=context)
+
+        def settle(done: asyncio.Task[T]) -> None:
+            if outer.cancelled():
+                return
+            if done.cancelled():
+                outer.cancel()
+            elif (exc := done.exception()) is not None:
+                outer.set_exception(exc)
+            else:
+                outer.set_result(done.result())
+
+        task.add_done_callback(settle)
+        outer.add_done_callback(lambda f: loop.call_soon_threadsafe(task.cancel) if f.cancelled() else None)
+
+    loop.call_soon_threadsafe(start)
+    return outer
 
 
 async def _close_when_idle(source: AsyncIterator[T]) -> None:

@@ -20,6 +20,7 @@ from .advisors.chain import (
     assemble_advisors,
     check_advisor,
 )
+from .advisors.memory import conversation_turns
 from .advisors.structured_output import StructuredOutputValidationAdvisor
 from .advisors.tool_calling import ToolCallingAdvisor
 from .advisors.vocabulary import AdvisorParams
@@ -259,19 +260,30 @@ class _Request:
 
     async def call(self, model: ChatModel) -> ChatClientResponse:
         chain = CallAdvisorChain(self.advisors, model)
-        if obs.tracing_enabled():
-            with obs.span("advisorchain request", {"advisorchain.advisors": [a.name for a in self.advisors]}):
-                return await chain.next_call(self.request)
-        return await chain.next_call(self.request)
+        # One turn per conversation at a time (memory advisors); released on error or cancellation.
+        async with conversation_turns(self.advisors, self.request) as request:
+            if obs.tracing_enabled():
+                with obs.span(
+                    "advisorchain request", {"advisorchain.advisors": [a.name for a in self.advisors]}
+                ):
+                    return await chain.next_call(request)
+            return await chain.next_call(request)
 
     def stream(self, model: ChatModel) -> AsyncIterator[ChatClientResponse]:
-        chain = StreamAdvisorChain(self.advisors, model)
-        source = chain.next_stream(self.request)
+        source = self._held_stream(StreamAdvisorChain(self.advisors, model))
         if obs.tracing_enabled():
             return obs.traced_stream(
                 "advisorchain request", source, {"advisorchain.advisors": [a.name for a in self.advisors]}
             )
         return source
+
+    async def _held_stream(self, chain: StreamAdvisorChain) -> AsyncIterator[ChatClientResponse]:
+        async with (
+            conversation_turns(self.advisors, self.request) as request,
+            closing(chain.next_stream(request)) as source,
+        ):
+            async for chunk in source:
+                yield chunk
 
 
 class AsyncCallResponseSpec:

@@ -9,10 +9,16 @@ The chain opens the spans, so advisor authors write no tracing code:
 
 When no tracer provider is installed (the API's default proxy), spans are skipped entirely, so an
 untraced application pays nothing for them.
+
+Spans never hold prompt, completion or tool-argument text unless the application opts in with the
+OpenTelemetry GenAI switch ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true``: an error
+on a span names the exception's type only, since its message may quote what the model sent (a
+tool's failure text often repeats argument values). With the switch on, the messages are kept.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -24,10 +30,25 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 from ._streams import close_stream
 from .model import ChatClientMessageAggregator, ChatResponse
 
-__all__ = ["TRACER_NAME", "Span", "SpanKind", "Status", "StatusCode", "tracing_enabled"]
+__all__ = [
+    "CAPTURE_CONTENT_ENV",
+    "TRACER_NAME",
+    "Span",
+    "SpanKind",
+    "Status",
+    "StatusCode",
+    "capture_content",
+    "tracing_enabled",
+]
 
 TRACER_NAME = "advisorchain"
+CAPTURE_CONTENT_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 T = TypeVar("T")
+
+
+def capture_content() -> bool:
+    """True when the application opted in to message content on spans (``CAPTURE_CONTENT_ENV=true``)."""
+    return os.environ.get(CAPTURE_CONTENT_ENV, "").strip().lower() == "true"
 
 
 def tracing_enabled() -> bool:
@@ -47,8 +68,18 @@ def span(
     if not tracing_enabled():
         yield None
         return
-    with _tracer().start_as_current_span(name, kind=kind, attributes=dict(attributes or {})) as s:
-        yield s
+    with _tracer().start_as_current_span(
+        name,
+        kind=kind,
+        attributes=dict(attributes or {}),
+        record_exception=False,  # the SDK would store the message; _record_error decides what goes
+        set_status_on_exception=False,
+    ) as s:
+        try:
+            yield s
+        except Exception as exc:
+            _record_error(s, exc)
+            raise
 
 
 async def traced_stream(
@@ -90,9 +121,19 @@ async def traced_stream(
 
 
 def _record_error(s: Span, exc: BaseException) -> None:
-    s.record_exception(exc)
-    s.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
-    s.set_attribute("error.type", type(exc).__qualname__)
+    if capture_content():
+        s.record_exception(exc)
+        record_failure(s, type(exc).__qualname__, f"{type(exc).__name__}: {exc}")
+    else:
+        s.add_event("exception", {"exception.type": type(exc).__qualname__})
+        record_failure(s, type(exc).__qualname__, None)
+
+
+def record_failure(s: Span, error_type: str, text: str | None) -> None:
+    """Mark ``s`` failed with ``error_type``; ``text`` (which may quote prompt or argument values)
+    becomes the status description only when the application opted in to content capture."""
+    s.set_attribute("error.type", error_type)
+    s.set_status(Status(StatusCode.ERROR, text if text is not None and capture_content() else error_type))
 
 
 def model_span_attributes(model_name: str | None, provider: str | None) -> dict[str, Any]:

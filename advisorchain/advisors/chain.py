@@ -240,24 +240,32 @@ class CallAdvisorChain(AdvisorChain[Advisor]):
         advise = getattr(advisor, "advise_call", None)
         if advise is None:  # a stream-only advisor: the rest of the call is its one-chunk stream
             advise = functools.partial(_call_via_stream, advisor)
-        if self._traced:
-            with obs.span(f"advisor {advisor.name}", {"advisorchain.advisor.order": advisor.order}):
+        try:
+            if self._traced:
+                with obs.span(f"advisor {advisor.name}", {"advisorchain.advisor.order": advisor.order}):
+                    response = await advise(request, self._advance())
+            else:
                 response = await advise(request, self._advance())
-        else:
-            response = await advise(request, self._advance())
+        except Exception as exc:
+            _raised_in(exc, f"advisor {_label(advisor)}")
+            raise
         if type(response) is ChatClientResponse:
             return response
         return checked_response(response, advisor, "advise_call")
 
     async def _call_model(self, request: ChatClientRequest) -> ChatClientResponse:
         prompt = _model_prompt(request)
-        if self._traced:
-            name = self._model_name(prompt)
-            with obs.span(f"chat {name}", self._span_attributes(prompt), SpanKind.CLIENT) as s:
+        try:
+            if self._traced:
+                name = self._model_name(prompt)
+                with obs.span(f"chat {name}", self._span_attributes(prompt), SpanKind.CLIENT) as s:
+                    response = await self._model.call(prompt)
+                    obs.record_response(s, response)
+            else:
                 response = await self._model.call(prompt)
-                obs.record_response(s, response)
-        else:
-            response = await self._model.call(prompt)
+        except Exception as exc:
+            _raised_in(exc, f"model {type(self._model).__name__}")
+            raise
         if not isinstance(response, ChatResponse):
             raise ModelError(f"{type(self._model).__name__}.call() returned {response!r}, not a ChatResponse")
         if response.has_tool_calls():
@@ -302,7 +310,14 @@ class StreamAdvisorChain(AdvisorChain[Advisor]):
         context = request.context
         call_ids: set[str] = set()  # tool calls come whole, possibly over several chunks
         async with closing(self._model.stream(_model_prompt(request))) as stream:
-            async for chunk in stream:
+            while True:
+                try:
+                    chunk = await anext(stream)
+                except StopAsyncIteration:
+                    return
+                except Exception as exc:
+                    _raised_in(exc, f"model {type(self._model).__name__}")
+                    raise
                 if not isinstance(chunk, ChatResponse):
                     raise ModelError(
                         f"{type(self._model).__name__}.stream() yielded {chunk!r}, not a ChatResponse"
@@ -334,6 +349,19 @@ def _with_unique_call_ids(response: ChatResponse, seen: set[str]) -> ChatRespons
         )
         generations.append(dataclasses.replace(generation, output=output) if changed else generation)
     return dataclasses.replace(response, generations=tuple(generations)) if changed else response
+
+
+def _raised_in(exc: BaseException, where: str) -> None:
+    """Note on ``exc``, once, the first link it came out of: the advisor or model that raised it
+    (outer links see it pass through and leave the note alone). Errors that name their advisor
+    already (ChainConfigurationError) get no note."""
+    if isinstance(exc, ChainConfigurationError) or getattr(exc, "__advisorchain_raised_in__", None):
+        return
+    try:
+        setattr(exc, "__advisorchain_raised_in__", where)  # noqa: B010
+    except (AttributeError, TypeError):  # an exception type that takes no attributes
+        return
+    exc.add_note(f"(raised in {where})")
 
 
 def _record_chunks(span: Span, chunks: list[ChatClientResponse]) -> None:
@@ -377,8 +405,12 @@ async def _checked_chunks(
     stream: AsyncIterator[ChatClientResponse], advisor: object
 ) -> AsyncIterator[ChatClientResponse]:
     async with closing(stream):
-        async for chunk in stream:
-            yield checked_response(chunk, advisor, "advise_stream")
+        try:
+            async for chunk in stream:
+                yield checked_response(chunk, advisor, "advise_stream")
+        except Exception as exc:
+            _raised_in(exc, f"advisor {_label(advisor)}")
+            raise
 
 
 async def _fold(

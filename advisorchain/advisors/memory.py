@@ -1,26 +1,32 @@
 """``MessageChatMemoryAdvisor``: gives the model the conversation so far and remembers the exchange.
 
 Outside the tool loop (the default order, before ``ToolCallingAdvisor``) it runs once per request
-and stores the user message and the final answer. Inside the loop (an order greater than the
-ToolCallingAdvisor's) it runs on every iteration and stores every message the loop produces:
-assistant tool-call messages, tool responses and the final answer, each once.
+and stores the user message and the final answer together, once the answer is complete. Inside
+the loop (an order greater than the ToolCallingAdvisor's) it runs on every round and stores each
+round whole: the assistant tool-call message with its tool responses, then the final answer.
+``conversation_turns`` (which the ChatClient runs every request in) keeps turns on one
+conversation from interleaving.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from .._checks import check_conversation_id
 from .._streams import closing
+from ..memory._lock import conversation_lock, lock_key
 from ..memory.api import ChatMemory, conversation_id_of
 from ..messages import AssistantMessage, Message, SystemMessage, ToolResponseMessage, UserMessage
 from ..model import ChatClientMessageAggregator, ChatClientRequest, ChatClientResponse, ChatResponse
 from .chain import CallAdvisorChain, StreamAdvisorChain
-from .vocabulary import MEMORY_ORDER, AdvisorParams, MemoryAdvisor, check_order
+from .vocabulary import APPROVAL_REQUIRED, MEMORY_ORDER, AdvisorParams, MemoryAdvisor, check_order
 
-__all__ = ["MessageChatMemoryAdvisor"]
+__all__ = ["MessageChatMemoryAdvisor", "conversation_turns"]
 
 
 class MessageChatMemoryAdvisor(MemoryAdvisor):
@@ -28,12 +34,16 @@ class MessageChatMemoryAdvisor(MemoryAdvisor):
 
     Before the model: loads the history of the request's conversation (request param
     ``ChatMemory.CONVERSATION_ID``, else ``conversation_id``), prepends it unless the prompt already
-    holds it (as one contiguous run), moves system messages first, and stores the newest user or
-    tool-response message. After: stores the response's assistant message(s).
+    holds it (as one contiguous run) and moves system messages first.
 
-    Streams are aggregated and the answer stored when the stream ends; a stream that fails or that
-    the consumer abandons stores nothing of the answer (the request's message, stored before the
-    model was called, stays). Memory is read and written without blocking the event loop.
+    Nothing half-done is stored. Outside the tool loop the user message and the answer are stored
+    together, once the answer is complete; a failed, cancelled or abandoned call stores nothing.
+    Inside the loop each round's assistant tool-call message is stored together with its tool
+    responses (the first round with the user message), and the prompt of every round holds the
+    current question and whole rounds only: when the memory's window is too small, older turns
+    go first, then the oldest rounds of this turn. Through a ``ChatClient``, turns on one
+    conversation never interleave (see ``conversation_turns``). Memory is read and written
+    without blocking the event loop.
 
     >>> memory = MessageWindowChatMemory(SQLiteChatMemoryRepository("chat.db"))
     >>> client = ChatClient(model, default_advisors=[MessageChatMemoryAdvisor(memory)])
@@ -65,26 +75,24 @@ class MessageChatMemoryAdvisor(MemoryAdvisor):
     async def conversation_history(self, request: ChatClientRequest) -> list[Message]:
         """The stored messages of the request's conversation (the tool loop reads a round that
         waits for approval from here when this advisor sits inside the loop)."""
-        return await _get(self.chat_memory, self._conversation_id(request))
+        return await _get(self.chat_memory, self.conversation_of(request))
 
     async def advise_call(self, request: ChatClientRequest, chain: CallAdvisorChain) -> ChatClientResponse:
-        conversation_id = self._conversation_id(request)
-        response = await chain.next_call(await self._before(request, conversation_id))
-        if response.chat_response is not None:
-            await self._store_answer(
-                conversation_id, response.chat_response, _resumed_round(request, response.context)
-            )
+        request, turn = await self._before(request)
+        response = await chain.next_call(request)
+        await self._after(turn, response.chat_response, response.context)
         return response
 
     async def advise_stream(
         self, request: ChatClientRequest, chain: StreamAdvisorChain
     ) -> AsyncIterator[ChatClientResponse]:
-        conversation_id = self._conversation_id(request)
+        request, turn = await self._before(request)
         chunks: list[ChatResponse] = []
         round_seen: object = None
-        resumed: list[Message] = []
-        async with closing(chain.next_stream(await self._before(request, conversation_id))) as stream:
+        context: Mapping[str, Any] = {}
+        async with closing(chain.next_stream(request)) as stream:
             async for chunk in stream:
+                context = chunk.context
                 if chunk.chat_response is not None:
                     # Outside the tool loop, only the last round's text is the answer: text streamed
                     # live in earlier (tool-calling) rounds is not part of the final exchange.
@@ -93,34 +101,209 @@ class MessageChatMemoryAdvisor(MemoryAdvisor):
                         chunks.clear()
                         round_seen = round_now
                     chunks.append(chunk.chat_response)
-                resumed = resumed or _resumed_round(request, chunk.context)
                 yield chunk
         # Reached only when the stream ended normally: a cancelled or failed stream stores nothing.
         if chunks:
-            await self._store_answer(conversation_id, ChatClientMessageAggregator.aggregate(chunks), resumed)
+            await self._after(turn, ChatClientMessageAggregator.aggregate(chunks), context)
 
-    def _conversation_id(self, request: ChatClientRequest) -> str:
+    def conversation_of(self, request: ChatClientRequest) -> str:
+        """The conversation id ``request`` belongs to (its param, else this advisor's default)."""
         return conversation_id_of(request.context, self.conversation_id) or self.conversation_id
 
-    async def _before(self, request: ChatClientRequest, conversation_id: str) -> ChatClientRequest:
-        history = await _get(self.chat_memory, conversation_id)
-        instructions = list(request.prompt.instructions)
-        start = _find_run(instructions, history)
-        if start < 0:
-            start, instructions = 0, [*history, *instructions]
-        newest = _newest_user_or_tool(instructions)
-        if newest is not None and not start <= newest < start + len(history):
-            await _add(self.chat_memory, conversation_id, [instructions[newest]])
-        from_memory = {id(m) for m in instructions[start : start + len(history)]}
-        ordered = _without_unanswered_calls(_system_first(instructions), from_memory)
-        return request.copy(prompt=request.prompt.copy(instructions=ordered))
+    # -- one invocation ------------------------------------------------------------------------
 
-    async def _store_answer(
-        self, conversation_id: str, response: ChatResponse, resumed: Sequence[Message] = ()
+    async def _before(self, request: ChatClientRequest) -> tuple[ChatClientRequest, _Turn]:
+        conversation_id = self.conversation_of(request)
+        iteration = request.context.get(AdvisorParams.TOOL_LOOP_ITERATION)
+        turns = _TURNS.get()
+        if turns is None:  # a chain run without a ChatClient: the task keeps the turn state
+            turns = {}
+            _TURNS.set(turns)
+        turn = turns.get(id(self))
+        if turn is None or turn.conversation_id != conversation_id:
+            turn = turns[id(self)] = _Turn(conversation_id)
+        turn.inside = iteration is not None
+        if iteration is None or iteration == 1 or turn.older is None:
+            instructions = await self._first_round(request, turn)
+        else:
+            instructions = await self._next_round(request, turn)
+        return request.copy(prompt=request.prompt.copy(instructions=instructions)), turn
+
+    async def _first_round(self, request: ChatClientRequest, turn: _Turn) -> list[Message]:
+        turn.restart()
+        stored = await _get(self.chat_memory, turn.conversation_id)
+        instructions = list(request.prompt.instructions)
+        start = _find_run(instructions, stored)
+        if start < 0:
+            start, instructions = 0, [*stored, *instructions]
+        from_memory = {id(m) for m in instructions[start : start + len(stored)]}
+        newest = _newest_user_or_tool(instructions)
+        if newest is not None and id(instructions[newest]) in from_memory:
+            newest = None
+        ordered = _without_unanswered_calls(_system_first(instructions), from_memory)
+        systems: list[Message] = [m for m in ordered if isinstance(m, SystemMessage)]
+        rest: list[Message] = [m for m in ordered if not isinstance(m, SystemMessage)]
+        split = len(rest) if newest is None else _index_by_identity(rest, instructions[newest])
+        older, turn.older = rest[:split], rest[:split]
+        turn.messages = rest[split:]
+        turn.unstored = [instructions[newest]] if newest is not None else []
+        return _fit(systems, older, turn.messages, self._budget()) if turn.inside else ordered
+
+    async def _next_round(self, request: ChatClientRequest, turn: _Turn) -> list[Message]:
+        """A later round of the tool loop: the round before is now whole; store it, then send the
+        question and the rounds that fit."""
+        systems: list[Message] = [m for m in request.prompt.instructions if isinstance(m, SystemMessage)]
+        known = turn.messages
+        new = [
+            m
+            for m in request.prompt.instructions
+            if not isinstance(m, SystemMessage) and not any(m == k for k in known)
+        ]
+        turn.messages = [*known, *new]
+        turn.unstored.extend(new)
+        await self._store(turn, [])
+        return _fit(systems, turn.older or [], turn.messages, self._budget())
+
+    async def _after(
+        self, turn: _Turn, response: ChatResponse | None, context: Mapping[str, Any] | None = None
     ) -> None:
-        answers: list[Message] = [*resumed, *(g.output for g in response.generations)]
-        if answers:
-            await _add(self.chat_memory, conversation_id, answers)
+        if response is None:  # no answer: outside the loop the question is not stored alone
+            turn.unstored = turn.unstored if turn.inside else []
+            return
+        answers: list[Message] = [g.output for g in response.generations]
+        if not turn.inside and context is not None:
+            if _still_waiting(turn, response, answers):
+                return  # a resume without decisions ended where it was: that round is stored already
+            resumed = context.get(AdvisorParams.RESUMED_TOOL_RESPONSES)
+            if isinstance(resumed, ToolResponseMessage):  # a waiting round ran: its answers first
+                turn.unstored.append(resumed)
+        if turn.inside and any(isinstance(a, AssistantMessage) and a.tool_calls for a in answers):
+            # Its tool responses come in the next round; the call is stored with them.
+            turn.messages.extend(answers)
+            turn.unstored.extend(answers)
+            return
+        if turn.inside:
+            turn.messages.extend(answers)
+        await self._store(turn, answers)
+
+    async def _store(self, turn: _Turn, answers: list[Message]) -> None:
+        messages = [*turn.unstored, *answers]
+        turn.unstored = []
+        if messages:
+            await _add(self.chat_memory, turn.conversation_id, messages)
+
+    async def _finish(self, turn: _Turn) -> None:
+        """The turn ended well: inside the loop, store what waits (a tool-call round the loop ended
+        on — return direct, a limit, an approval pause — whose tool responses never reach this
+        advisor). Outside the loop a question is only ever stored with its answer."""
+        if turn.inside:
+            await self._store(turn, [])
+
+    def _budget(self) -> int | None:
+        size = getattr(self.chat_memory, "max_messages", None)
+        return size if isinstance(size, int) and not isinstance(size, bool) and size > 0 else None
+
+
+@asynccontextmanager
+async def conversation_turns(
+    advisors: Sequence[object], request: ChatClientRequest
+) -> AsyncIterator[ChatClientRequest]:
+    """Hold the turn of every conversation the memory advisors among ``advisors`` use for ``request``.
+
+    The ChatClient runs each request inside this: a second request on a conversation whose turn is
+    still running waits for it (across processes too, when the memory's repository can lock), so
+    turns never interleave; an error or cancellation releases the turn. Yields the request to run.
+    """
+    memories = [a for a in advisors if isinstance(a, MessageChatMemoryAdvisor)]
+    if not memories:
+        yield request
+        return
+    turns = {id(a): _Turn(a.conversation_of(request)) for a in memories}
+    locks = {lock_key(a.chat_memory, turns[id(a)].conversation_id): a for a in memories}
+    outer = _TURNS.get()
+    async with AsyncExitStack() as stack:
+        for key in sorted(locks):  # one global order: two requests never wait on each other
+            advisor = locks[key]
+            await stack.enter_async_context(
+                conversation_lock(advisor.chat_memory, turns[id(advisor)].conversation_id)
+            )
+        _TURNS.set(turns)
+        try:
+            yield request
+            for advisor in memories:
+                await advisor._finish(turns[id(advisor)])
+        finally:
+            _TURNS.set(outer)  # not reset(): a stream's steps may each run in their own context
+
+
+_TURNS: contextvars.ContextVar[dict[int, _Turn] | None] = contextvars.ContextVar(
+    "advisorchain_memory_turns", default=None
+)
+"""Per memory advisor (by id), the state of the turn in progress: kept out of the request context,
+which may be serialised (durable runs), and shared by every round of the turn."""
+
+
+@dataclass(eq=False)
+class _Turn:
+    """One turn of one conversation as a memory advisor sees it.
+
+    ``older`` is the history before the turn, ``messages`` the turn so far (its question, then each
+    round), ``unstored`` those not stored yet (a tool-call message waits for its tool responses).
+    """
+
+    conversation_id: str
+    inside: bool = False
+    older: list[Message] | None = None
+    messages: list[Message] = field(default_factory=list)
+    unstored: list[Message] = field(default_factory=list)
+
+    def restart(self) -> None:
+        self.older, self.messages, self.unstored = None, [], []
+
+
+def _still_waiting(turn: _Turn, response: ChatResponse, answers: Sequence[Message]) -> bool:
+    """True when the answer is the same round waiting for approval that the conversation ends with."""
+    waiting = response.finish_reason == APPROVAL_REQUIRED
+    return waiting and bool(turn.older) and turn.older is not None and list(answers) == turn.older[-1:]
+
+
+def _index_by_identity(messages: Sequence[Message], target: Message) -> int:
+    for i, m in enumerate(messages):
+        if m is target:
+            return i
+    return len(messages)
+
+
+def _fit(
+    systems: list[Message], older: Sequence[Message], turn: Sequence[Message], budget: int | None
+) -> list[Message]:
+    """The prompt of a round inside the loop, within ``budget`` messages where possible.
+
+    Older turns go first (whole turns, oldest first), then the oldest whole rounds of this turn;
+    the question (the turn's first group) and the newest round are always kept, so a tool response
+    never goes without its tool call.
+    """
+    count = len(systems) + len(older) + len(turn)
+    if budget is None or count <= budget:
+        return [*systems, *older, *turn]
+    older_groups = _groups(older, UserMessage)
+    while older_groups and count > budget:
+        count -= len(older_groups.pop(0))
+    rounds = _groups(turn, AssistantMessage)
+    while len(rounds) > 2 and count > budget:
+        count -= len(rounds.pop(1))
+    return [*systems, *(m for g in older_groups for m in g), *(m for g in rounds for m in g)]
+
+
+def _groups(messages: Sequence[Message], starter: type) -> list[list[Message]]:
+    """``messages`` cut before every message of type ``starter`` (a leading run forms a group)."""
+    groups: list[list[Message]] = []
+    for m in messages:
+        if not groups or isinstance(m, starter):
+            groups.append([m])
+        else:
+            groups[-1].append(m)
+    return groups
 
 
 def _find_run(instructions: Sequence[Message], history: Sequence[Message]) -> int:
@@ -144,14 +327,6 @@ def _newest_user_or_tool(instructions: Sequence[Message]) -> int | None:
 def _system_first(instructions: Sequence[Message]) -> list[Message]:
     systems = [m for m in instructions if isinstance(m, SystemMessage)]
     return [*systems, *(m for m in instructions if not isinstance(m, SystemMessage))]
-
-
-def _resumed_round(request: ChatClientRequest, context: Mapping[str, Any]) -> list[Message]:
-    """Outside the loop: the tool responses of a round that waited for approval and has now run
-    (inside the loop they are stored as the next round's request)."""
-    resumed = context.get(AdvisorParams.RESUMED_TOOL_RESPONSES)
-    outside = AdvisorParams.TOOL_LOOP_ITERATION not in request.context
-    return [resumed] if outside and isinstance(resumed, ToolResponseMessage) else []
 
 
 def _without_unanswered_calls(messages: list[Message], from_memory: set[int]) -> list[Message]:

@@ -30,7 +30,14 @@ from ..model import (
 from ..tools.approvals import Decision, as_decisions
 from ..tools.manager import ToolCallingManager, ToolExecutionResult
 from .chain import CallAdvisorChain, StreamAdvisorChain, checked_request, checked_response
-from .vocabulary import TOOL_CALLING_ORDER, AdvisorParams, MemoryAdvisor, ToolAdvisor, check_order
+from .vocabulary import (
+    APPROVAL_REQUIRED,
+    TOOL_CALLING_ORDER,
+    AdvisorParams,
+    MemoryAdvisor,
+    ToolAdvisor,
+    check_order,
+)
 
 __all__ = ["ToolCallingAdvisor"]
 
@@ -67,7 +74,7 @@ class ToolCallingAdvisor(ToolAdvisor):
 
     DEFAULT_ORDER: ClassVar[int] = TOOL_CALLING_ORDER
 
-    APPROVAL_REQUIRED: ClassVar[str] = "approvalRequired"
+    APPROVAL_REQUIRED: ClassVar[str] = APPROVAL_REQUIRED
     """The finish reason of a loop that stopped because a tool call needs a person's decision."""
 
     def __init__(

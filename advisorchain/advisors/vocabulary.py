@@ -46,6 +46,10 @@ def check_order(value: object, what: str = "order", *, inside: bool = False) -> 
     return order
 
 
+APPROVAL_REQUIRED = "approvalRequired"
+"""The finish reason of a tool loop that stopped because a call waits for a person's decision."""
+
+
 class AdvisorParams:
     """Well-known request-context keys."""
 

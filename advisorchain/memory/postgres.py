@@ -41,6 +41,9 @@ class PostgresChatMemoryRepository(BlockingRepository):
     a transaction-scoped advisory lock on the conversation, so concurrent appends from any number of
     threads or processes are serialised and none is lost. The ``a``-methods run in worker threads.
 
+    Turns on one conversation are ordered across processes by a session advisory lock taken on one
+    connection of its own (so it is released at once if the process dies; ``lock_lease`` is None).
+
     >>> repository = PostgresChatMemoryRepository("postgresql://app@localhost/app")
     >>> memory = MessageWindowChatMemory(repository)
     """
@@ -68,6 +71,11 @@ class PostgresChatMemoryRepository(BlockingRepository):
         self._ready = False
         self._ready_lock = threading.Lock()
         self._sql = _statements(psycopg.sql, self.table_name)
+        self._dsn = dsn
+        self._connect = psycopg.connect
+        self._lock_conn: Any = None
+        self._lock_conn_lock = threading.Lock()
+        self.lock_lease: float | None = None
 
     # -- connections ---------------------------------------------------------------------------
 
@@ -97,8 +105,12 @@ class PostgresChatMemoryRepository(BlockingRepository):
             self._ready = True
 
     def close(self) -> None:
-        """Close the connection pool."""
+        """Close the connection pool (and the turn-lock connection)."""
         self._pool.close()
+        with self._lock_conn_lock:
+            if self._lock_conn is not None:
+                self._lock_conn.close()
+                self._lock_conn = None
 
     # -- the repository ------------------------------------------------------------------------
 
@@ -147,6 +159,30 @@ class PostgresChatMemoryRepository(BlockingRepository):
                 conn.execute(self._sql["insert"], (conversation_id, [seq for seq, _ in inserts], encoded))
         return new
 
+    # -- turn locks (see advisorchain.memory._lock) --------------------------------------------
+
+    def try_lock(self, conversation_id: str, owner: str) -> bool:
+        """Take the conversation's turn lock unless another session holds it (never waits)."""
+        return bool(
+            self._on_lock_connection("SELECT pg_try_advisory_lock(%s, hashtext(%s))", conversation_id)
+        )
+
+    def renew_lock(self, conversation_id: str, owner: str) -> bool:
+        """Session locks need no renewal: they last as long as the lock connection."""
+        return True
+
+    def unlock(self, conversation_id: str, owner: str) -> None:
+        """Release the conversation's turn lock."""
+        self._on_lock_connection("SELECT pg_advisory_unlock(%s, hashtext(%s))", conversation_id)
+
+    def _on_lock_connection(self, statement: str, conversation_id: str) -> Any:
+        check_conversation_id(conversation_id)
+        with self._lock_conn_lock:
+            if self._lock_conn is None or self._lock_conn.closed:
+                self._lock_conn = self._connect(self._dsn, autocommit=True)
+            row = self._lock_conn.execute(statement, (_TURN_SPACE, conversation_id)).fetchone()
+            return row[0]
+
     def _lock(self, conn: Any, conversation_id: str) -> None:
         conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (_LOCK_SPACE, conversation_id))
 
@@ -172,3 +208,8 @@ def _statements(sql: Any, table_name: str) -> dict[str, Any]:
         "delete_all": sql.SQL("DELETE FROM {} WHERE conversation_id = %s").format(table),
         "ids": sql.SQL("SELECT DISTINCT conversation_id FROM {} ORDER BY conversation_id").format(table),
     }
+
+
+# Turn locks live in a key space of their own: a turn holds its conversation's turn lock while its
+# writes take the per-write lock above on other connections.
+_TURN_SPACE = 0x41435455

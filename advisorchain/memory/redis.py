@@ -14,6 +14,7 @@ from .._checks import check_seconds
 from ..messages import Message
 from ._store import BlockingRepository, check_conversation_id, check_messages, decode_all, encode
 from .api import ConversationChange
+from .sqlite import check_lease
 
 __all__ = ["RedisChatMemoryRepository"]
 
@@ -44,6 +45,10 @@ class RedisChatMemoryRepository(BlockingRepository):
     threads or processes are all kept. ``ttl`` (seconds or a timedelta) makes a conversation expire
     that long after its last write. The ``a``-methods run in worker threads.
 
+    Turns on one conversation are ordered across processes by a token key
+    (``"advisorchain-turn:" + key_prefix + conversation_id``) set with NX and an expiry of
+    ``lock_lease`` seconds, renewed while the turn runs and deleted only by its owner.
+
     >>> repository = RedisChatMemoryRepository("redis://localhost:6379/0", ttl=timedelta(days=7))
     >>> memory = MessageWindowChatMemory(repository)
     """
@@ -55,10 +60,13 @@ class RedisChatMemoryRepository(BlockingRepository):
         key_prefix: str = "advisorchain:chat_memory:",
         ttl: float | timedelta | None = None,
         client: Any = None,
+        lock_lease: float = 30.0,
     ) -> None:
         redis = _driver()
         self.key_prefix = key_prefix
         self.ttl_ms = _ttl_ms(ttl)
+        self.lock_lease: float | None = check_lease(lock_lease)
+        self._lock_prefix = _LOCK_NAMESPACE + key_prefix
         self._watch_error: type[Exception] = redis.WatchError
         self._client: Any = client if client is not None else redis.Redis.from_url(url)
 
@@ -73,11 +81,13 @@ class RedisChatMemoryRepository(BlockingRepository):
         """Every conversation id with stored messages (a SCAN over the prefix)."""
         pattern = _GLOB_SPECIAL.sub(r"\\\1", self.key_prefix) + "*"
         prefix = self.key_prefix.encode()
-        ids = {
-            # A client made with decode_responses=True yields str keys, the default bytes.
-            (key if isinstance(key, bytes) else key.encode())[len(prefix) :].decode()
-            for key in self._client.scan_iter(match=pattern, count=500)
-        }
+        locks = self._lock_prefix.encode()
+        # A client made with decode_responses=True yields str keys, the default bytes.
+        keys = (
+            k if isinstance(k, bytes) else k.encode()
+            for k in self._client.scan_iter(match=pattern, count=500)
+        )
+        ids = {key[len(prefix) :].decode() for key in keys if not key.startswith(locks)}
         return sorted(ids)
 
     def find_by_conversation_id(self, conversation_id: str) -> list[Message]:
@@ -119,3 +129,31 @@ class RedisChatMemoryRepository(BlockingRepository):
             pipe.rpush(key, *encoded)
             if self.ttl_ms is not None:
                 pipe.pexpire(key, self.ttl_ms)
+
+    # -- turn locks (see advisorchain.memory._lock) --------------------------------------------
+
+    def try_lock(self, conversation_id: str, owner: str) -> bool:
+        """Take the conversation's turn lock for ``owner`` unless another owner's key is alive."""
+        key = self._lock_prefix + check_conversation_id(conversation_id)
+        return bool(self._client.set(key, owner, nx=True, px=self._lease_ms()))
+
+    def renew_lock(self, conversation_id: str, owner: str) -> bool:
+        """Extend ``owner``'s lease; False when the key is no longer its own."""
+        key = self._lock_prefix + check_conversation_id(conversation_id)
+        return bool(self._client.eval(_RENEW, 1, key, owner, self._lease_ms()))
+
+    def unlock(self, conversation_id: str, owner: str) -> None:
+        """Delete the lock key if ``owner`` still holds it."""
+        self._client.eval(_UNLOCK, 1, self._lock_prefix + check_conversation_id(conversation_id), owner)
+
+    def _lease_ms(self) -> int:
+        return max(1, round((self.lock_lease or 0.0) * 1000))
+
+
+_LOCK_NAMESPACE = "advisorchain-turn:"
+# Compare-and-act, so an owner whose lease ran out never extends or deletes another owner's lock.
+_RENEW = (
+    "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) end "
+    "return 0"
+)
+_UNLOCK = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0"

@@ -6,10 +6,12 @@ import os
 import re
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 from ..messages import Message
+from ._lock import owner_is_gone
 from ._store import BlockingRepository, check_conversation_id, check_messages, decode, encode, plan_rows
 from .api import ConversationChange
 
@@ -37,16 +39,26 @@ class SQLiteChatMemoryRepository(BlockingRepository):
     transaction: a process killed mid-write loses at most that write, never earlier messages.
     ``path=":memory:"`` keeps one private in-memory database (shared by the threads of this object).
 
+    Turns on one conversation are ordered across processes by a lock row (table
+    ``<table_name>_turns``) with a lease of ``lock_lease`` seconds, renewed while the turn runs; the
+    lock of a process that died is taken over at once on the same host, else when its lease ends.
+
     >>> repository = SQLiteChatMemoryRepository("chat.db")
     >>> memory = MessageWindowChatMemory(repository)
     """
 
     def __init__(
-        self, path: str | os.PathLike[str], *, table_name: str = "chat_memory", timeout: float = 30.0
+        self,
+        path: str | os.PathLike[str],
+        *,
+        table_name: str = "chat_memory",
+        timeout: float = 30.0,
+        lock_lease: float = 30.0,
     ) -> None:
         self.path = os.fspath(path)
         self.table_name = check_table_name(table_name)
         self.timeout = timeout
+        self.lock_lease: float | None = check_lease(lock_lease)
         self._local = threading.local()
         self._lock = threading.Lock()
         self._connections: list[sqlite3.Connection] = []
@@ -59,6 +71,12 @@ class SQLiteChatMemoryRepository(BlockingRepository):
         self._delete_one = f"DELETE FROM {t} WHERE conversation_id = ? AND seq = ?"
         self._delete_all = f"DELETE FROM {t} WHERE conversation_id = ?"
         self._ids = f"SELECT DISTINCT conversation_id FROM {t} ORDER BY conversation_id"
+        self._lock_read = f"SELECT owner, expires FROM {t}_turns WHERE conversation_id = ?"
+        self._lock_take = (
+            f"INSERT OR REPLACE INTO {t}_turns (conversation_id, owner, expires) VALUES (?, ?, ?)"
+        )
+        self._lock_renew = f"UPDATE {t}_turns SET expires = ? WHERE conversation_id = ? AND owner = ?"
+        self._lock_drop = f"DELETE FROM {t}_turns WHERE conversation_id = ? AND owner = ?"
         with self._connection():
             pass  # create the schema now, so a bad path fails here and not at first use
 
@@ -75,6 +93,10 @@ class SQLiteChatMemoryRepository(BlockingRepository):
                 f"CREATE TABLE IF NOT EXISTS {self.table_name} (conversation_id TEXT NOT NULL, "
                 "seq INTEGER NOT NULL, message TEXT NOT NULL, PRIMARY KEY (conversation_id, seq)) "
                 "WITHOUT ROWID"
+            )
+            conn.execute(
+                f"CREATE TABLE IF NOT EXISTS {self.table_name}_turns (conversation_id TEXT PRIMARY KEY, "
+                "owner TEXT NOT NULL, expires REAL NOT NULL) WITHOUT ROWID"
             )
         except BaseException:
             conn.close()
@@ -161,3 +183,33 @@ class SQLiteChatMemoryRepository(BlockingRepository):
             if encoded:
                 conn.executemany(self._insert, encoded)
         return new
+
+    # -- turn locks (see advisorchain.memory._lock) --------------------------------------------
+
+    def try_lock(self, conversation_id: str, owner: str) -> bool:
+        """Take the conversation's turn lock for ``owner`` unless a live turn holds it."""
+        with self._transaction() as conn:
+            row = conn.execute(self._lock_read, (conversation_id,)).fetchone()
+            now = time.time()
+            if row is not None and row[1] > now and not owner_is_gone(row[0]):
+                return False
+            conn.execute(self._lock_take, (conversation_id, owner, now + (self.lock_lease or 0.0)))
+            return True
+
+    def renew_lock(self, conversation_id: str, owner: str) -> bool:
+        """Extend ``owner``'s lease; False when the lock is no longer its own."""
+        with self._transaction() as conn:
+            expires = time.time() + (self.lock_lease or 0.0)
+            return conn.execute(self._lock_renew, (expires, conversation_id, owner)).rowcount == 1
+
+    def unlock(self, conversation_id: str, owner: str) -> None:
+        """Release ``owner``'s turn lock (nothing happens when it is no longer its own)."""
+        with self._transaction() as conn:
+            conn.execute(self._lock_drop, (conversation_id, owner))
+
+
+def check_lease(lease: float) -> float:
+    """``lease`` when it is a positive number of seconds; otherwise a ValueError naming it."""
+    if isinstance(lease, bool) or not isinstance(lease, int | float) or not lease > 0:
+        raise ValueError(f"lock_lease must be a positive number of seconds, got {lease!r}")
+    return float(lease)

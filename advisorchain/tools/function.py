@@ -15,10 +15,12 @@ import contextvars
 import copy
 import functools
 import inspect
+import queue
 import re
+import threading
 import weakref
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, Future
 from typing import Any, Generic, ParamSpec, TypeVar, overload
 
 import pydantic_core
@@ -43,13 +45,26 @@ def _check_name(name: str) -> str:
     return name
 
 
-def encode_result(result: Any) -> str:
-    """A tool's return value as the text the model receives: str as is, None as "", else JSON."""
+def encode_result(result: Any, tool_name: str | None = None) -> str:
+    """A tool's return value as the text the model receives: str as is, None as "", else JSON.
+
+    A value JSON cannot express (an arbitrary object, bytes that are not UTF-8, a circular
+    structure) is a TypeError naming the tool and the value; nothing is made up in its place.
+    """
     if isinstance(result, str):
         return result
     if result is None:
         return ""
-    return pydantic_core.to_json(result, fallback=str).decode()
+    try:
+        return pydantic_core.to_json(result).decode()
+    except (pydantic_core.PydanticSerializationError, ValueError, TypeError) as exc:
+        preview = repr(result)
+        preview = preview if len(preview) <= 80 else preview[:80] + "..."
+        who = f"tool {tool_name!r}" if tool_name else "a tool"
+        raise TypeError(
+            f"{who} returned {preview}, which cannot be sent to the model as JSON ({exc}); return a "
+            "str or a JSON value (dict, list, number, bool, pydantic model, dataclass)"
+        ) from exc
 
 
 class FunctionTool(Generic[P, R]):
@@ -160,7 +175,7 @@ class FunctionTool(Generic[P, R]):
             result = await target(**kwargs)
         else:
             result = await _in_tool_thread(target, **kwargs)
-        return encode_result(result)
+        return encode_result(result, self._name)
 
 
 @overload
@@ -250,10 +265,72 @@ def _is_tool_attr(value: object) -> bool:
     return True
 
 
+class _ToolThreads(Executor):
+    """Threads for sync tools: an idle thread is reused, and a new one starts when none is idle.
+
+    There is no upper bound on purpose: a sync tool may make a blocking advisorchain call (a
+    sub-agent) whose own sync tools need threads while it waits, so any bound can be exhausted by
+    enough nested calls at once and every one of them would wait forever. Threads idle for
+    ``idle_timeout`` seconds end, so a burst leaves nothing behind.
+    """
+
+    def __init__(self, idle_timeout: float = 30.0) -> None:
+        self._idle_timeout = idle_timeout
+        self._mutex = threading.Lock()
+        self._idle = 0
+        self._queue: queue.SimpleQueue[_Work] = queue.SimpleQueue()
+
+    def submit(self, fn: Callable[..., R], /, *args: Any, **kwargs: Any) -> Future[R]:
+        future: Future[R] = Future()
+        work: _Work = (future, functools.partial(fn, *args, **kwargs))
+        with self._mutex:
+            if self._idle:
+                self._idle -= 1
+                self._queue.put(work)
+                return future
+        threading.Thread(target=self._worker, args=(work,), name="advisorchain-tool", daemon=True).start()
+        return future
+
+    def _worker(self, work: _Work) -> None:
+        while True:
+            future, call = work
+            del work
+            if future.set_running_or_notify_cancel():
+                try:
+                    result = call()
+                except BaseException as exc:
+                    self._now_idle()  # before the caller learns the outcome, so its next call reuses us
+                    future.set_exception(exc)
+                else:
+                    self._now_idle()
+                    future.set_result(result)
+            else:
+                self._now_idle()
+            del future, call
+            try:
+                work = self._queue.get(timeout=self._idle_timeout)
+                continue
+            except queue.Empty:
+                pass
+            with self._mutex:
+                try:  # work handed over just as the wait ended (the submitter counted this thread)
+                    work = self._queue.get_nowait()
+                except queue.Empty:
+                    self._idle -= 1
+                    return
+
+    def _now_idle(self) -> None:
+        with self._mutex:
+            self._idle += 1
+
+
+_Work = tuple["Future[Any]", Callable[[], Any]]
+
+
 # Sync tools get threads of their own: a tool that blocks (or that a timeout abandoned) never takes a
-# thread from the loop's default pool, which memory I/O uses, and a tool may itself make a blocking
-# advisorchain call (a sub-agent) without waiting on a pool it occupies.
-_TOOL_THREADS = ThreadPoolExecutor(max_workers=32, thread_name_prefix="advisorchain-tool")
+# thread from the loop's default pool, which memory I/O uses, and nested blocking calls never wait
+# for a thread that one of their callers occupies.
+_TOOL_THREADS = _ToolThreads()
 
 
 async def _in_tool_thread(fn: Callable[..., Any], /, **kwargs: Any) -> Any:

@@ -270,8 +270,7 @@ class ToolCallingManager:
             except _ToolFailure as failure:
                 cause = failure.__cause__
                 if s is not None:
-                    s.set_attribute("error.type", type(cause or failure).__qualname__)
-                    s.set_status(obs.Status(obs.StatusCode.ERROR, failure.text))
+                    obs.record_failure(s, type(cause or failure).__qualname__, failure.text)
                 if self.raise_on_error:
                     raise ToolExecutionError(
                         failure.text, tool_name=call.name, tool_call_id=call.id

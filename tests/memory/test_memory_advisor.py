@@ -120,14 +120,18 @@ def test_a_bad_advisor_configuration_is_refused() -> None:
         MessageChatMemoryAdvisor(MessageWindowChatMemory(), order="first")  # type: ignore[arg-type]
 
 
-def test_a_failed_model_call_keeps_the_user_message_and_stores_no_answer() -> None:
+def test_a_failed_model_call_stores_nothing_and_the_next_turn_asks_again() -> None:
     memory = MessageWindowChatMemory()
-    client = _client(ScriptedChatModel([RuntimeError("provider down")]), memory)
+    model = ScriptedChatModel([RuntimeError("provider down"), "hello"])
+    client = _client(model, memory)
 
     with pytest.raises(RuntimeError, match="provider down"):
         client.prompt("hi").call().content()
+    assert memory.get("default") == []
 
-    assert memory.get("default") == [UserMessage("hi")]
+    client.prompt("hi again").call().content()
+    assert model.prompts[1].instructions == (UserMessage("hi again"),)
+    assert memory.get("default") == [UserMessage("hi again"), AssistantMessage("hello")]
 
 
 def test_a_corrupted_conversation_fails_the_request_naming_it(make_backend: Any) -> None:
@@ -164,7 +168,7 @@ async def test_a_stream_sends_the_history_like_a_call() -> None:
     assert model.prompts[0].instructions == (UserMessage("q0"), AssistantMessage("a0"), UserMessage("q1"))
 
 
-async def test_a_stream_the_consumer_abandons_stores_nothing_of_the_answer() -> None:
+async def test_a_stream_the_consumer_abandons_stores_nothing() -> None:
     memory = MessageWindowChatMemory()
     stream = _client(ScriptedChatModel(["one two three four"]), memory).prompt("count").astream().content()
 
@@ -172,7 +176,7 @@ async def test_a_stream_the_consumer_abandons_stores_nothing_of_the_answer() -> 
     await stream.aclose()  # type: ignore[attr-defined]
 
     assert first == "one"
-    assert memory.get("default") == [UserMessage("count")]
+    assert memory.get("default") == []
 
 
 def test_a_blocking_stream_stores_the_answer() -> None:
@@ -213,7 +217,7 @@ async def test_a_blocking_memory_is_never_called_on_the_event_loop_thread() -> N
     await client.prompt("q").acall().content()
     [d async for d in client.prompt("q2").astream().content()]
 
-    assert len(memory.threads) == 6
+    assert len(memory.threads) == 4  # per turn: one read, one write (question and answer together)
     assert threading.get_ident() not in memory.threads
 
 
