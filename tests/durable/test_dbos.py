@@ -94,9 +94,9 @@ async def test_each_seam_is_one_recorded_step_named_by_agent_seam_and_tool(
     steps = [s["function_name"] for s in await DBOS.list_workflow_steps_async("w1")]
 
     assert result.output == "42"
+    # The question is stored with its answer, in one write, once the answer is complete.
     assert steps == [
         "steps.memory.get",
-        "steps.memory.add",
         "steps.model",
         "steps.tool.double",
         "steps.model",
