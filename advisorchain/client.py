@@ -28,6 +28,7 @@ from .messages import AssistantMessage, Message, SystemMessage, ToolResponseMess
 from .model import ChatModel, ChatOptions, ChatResponse, Prompt
 from .output import converter_for
 from .tools.api import ToolCallback
+from .tools.function import ToolCallbackProvider
 
 __all__ = [
     "AsyncCallResponseSpec",
@@ -91,7 +92,12 @@ class ChatClient:
         for advisor in self.default_advisors:
             check_advisor(advisor)
         self.default_system = default_system
-        self.default_tools: tuple[ToolCallback, ...] = _to_tool_callbacks(tuple(default_tools))
+        tools = tuple(default_tools)
+        # Providers (an MCP server) are asked again on every request: their tools can change.
+        self._tool_providers = tuple(t for t in tools if isinstance(t, ToolCallbackProvider))
+        self.default_tools: tuple[ToolCallback, ...] = _to_tool_callbacks(
+            tuple(t for t in tools if not isinstance(t, ToolCallbackProvider))
+        )
         self.default_options = default_options
         self.tool_calling_auto_register = tool_calling_auto_register
 
@@ -217,7 +223,7 @@ class ChatClientRequestSpec:
         options = client.default_options
         if self._options is not None:
             options = self._options.merged_over(options)
-        tools = client.default_tools + _to_tool_callbacks(self._tools)
+        tools = client.default_tools + _to_tool_callbacks((*client._tool_providers, *self._tools))
         tool_context = dict(self._tool_context)
         conversation_id = context.get(ChatMemory.CONVERSATION_ID)
         if conversation_id is not None:

@@ -4,7 +4,7 @@ the manager that executes tool calls (``manager``)."""
 from typing import TYPE_CHECKING, Any
 
 from .api import InvalidToolArgumentsError, ToolCallback, ToolContext, ToolDefinition, ToolMetadata
-from .function import FunctionTool, tool, tool_callbacks
+from .function import FunctionTool, ToolCallbackProvider, tool, tool_callbacks
 
 if TYPE_CHECKING:
     from .manager import ToolCallingManager, ToolExecutionResult
@@ -13,6 +13,7 @@ __all__ = [
     "FunctionTool",
     "InvalidToolArgumentsError",
     "ToolCallback",
+    "ToolCallbackProvider",
     "ToolCallingManager",
     "ToolContext",
     "ToolDefinition",

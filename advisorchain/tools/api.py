@@ -21,9 +21,11 @@ class ToolDefinition:
 
 @dataclass(frozen=True, slots=True)
 class ToolMetadata:
-    """How the loop treats a tool: ``return_direct`` sends its result straight to the caller."""
+    """How the loop treats a tool: ``return_direct`` sends its result straight to the caller;
+    ``requires_approval`` asks for a human decision before each call runs."""
 
     return_direct: bool = False
+    requires_approval: bool = False
 
 
 @runtime_checkable
