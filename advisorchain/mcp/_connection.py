@@ -1,0 +1,177 @@
+"""The one place an MCP session lives.
+
+The SDK's session (and the transport under it) must be entered and left by one task. A
+``Connection`` gives it a thread with an event loop of its own: one task there opens the session,
+keeps it open until asked to stop and closes it; every request (from any task, thread or event
+loop) is handed to that loop and awaited from wherever it was made. Closing is bounded, so it never
+hangs on a server that does not answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import logging
+import threading
+from collections.abc import Callable, Coroutine, Sequence
+from contextlib import AbstractAsyncContextManager
+from typing import Any, TypeVar
+
+import mcp
+import mcp.types as mcp_types
+from mcp.client.session import IncomingMessage, MessageHandlerFnT
+
+__all__ = ["Connection", "ConnectionClosed"]
+
+T = TypeVar("T")
+_log = logging.getLogger(__name__)
+
+# How long closing waits for the SDK to wind the session down (it bounds its own waits, about 6 s
+# for a stdio server that ignores its closed stdin) before the thread is left to finish alone.
+_CLOSE_WAIT = 10.0
+# Pages of tools/list fetched at most: a server whose cursor never ends cannot hang a refresh.
+_MAX_PAGES = 100
+
+
+class ConnectionClosed(Exception):
+    """The session is gone (closed, or the server went away) and cannot serve requests."""
+
+
+class Connection:
+    """A session to one MCP server, owned by a dedicated thread and event loop.
+
+    ``client_factory`` builds the SDK ``Client`` (given the notification handler to install);
+    ``on_tools`` receives the server's tool list after the start and after each refresh.
+    """
+
+    def __init__(
+        self,
+        client_factory: Callable[[MessageHandlerFnT], AbstractAsyncContextManager[mcp.Client]],
+        on_tools: Callable[[Sequence[mcp_types.Tool]], None],
+        thread_name: str,
+    ) -> None:
+        self._client_factory = client_factory
+        self._on_tools = on_tools
+        self._loop = asyncio.new_event_loop()
+        self._ready: concurrent.futures.Future[None] = concurrent.futures.Future()
+        self._finished: concurrent.futures.Future[None] = concurrent.futures.Future()
+        self._stop: asyncio.Event | None = None
+        self._client: mcp.Client | None = None
+        self._requests: set[asyncio.Task[Any]] = set()
+        self._refresh: asyncio.Task[None] | None = None
+        self.failure: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name=thread_name, daemon=True)
+
+    # -- lifecycle (called from any thread or loop) ----------------------------------------------
+
+    async def start(self) -> None:
+        """Open the session and fetch the tool list; raises what the start raised."""
+        self._thread.start()
+        # Shielded: a caller that gives up must not cancel the future the session thread settles.
+        await asyncio.shield(asyncio.wrap_future(self._ready))
+
+    async def close(self) -> None:
+        """Close the session and stop the thread, waiting a bounded time for the SDK to finish."""
+        if self._thread.is_alive() and not self._loop.is_closed():
+            with contextlib.suppress(RuntimeError):  # the loop closed in between: nothing to stop
+                self._loop.call_soon_threadsafe(self._request_stop)
+        if self._thread.ident is None:
+            return
+        try:
+            async with asyncio.timeout(_CLOSE_WAIT):
+                await asyncio.shield(asyncio.wrap_future(self._finished))
+        except TimeoutError:
+            return
+
+    @property
+    def alive(self) -> bool:
+        """True while the session is open and the server has not gone away."""
+        return self._client is not None and self.failure is None
+
+    # -- requests (called from any thread or loop) -----------------------------------------------
+
+    async def submit(self, work: Callable[[mcp.Client], Coroutine[Any, Any, T]]) -> T:
+        """Run ``work(client)`` on the session's loop and await its result here; cancelling the
+        caller cancels the work."""
+        future = asyncio.run_coroutine_threadsafe(self._serve(work), self._loop)
+        return await asyncio.wrap_future(future)
+
+    async def _serve(self, work: Callable[[mcp.Client], Coroutine[Any, Any, T]]) -> T:
+        client = self._client
+        if client is None or self.failure is not None:
+            raise ConnectionClosed("the session is closed")
+        task = asyncio.current_task()
+        assert task is not None
+        self._requests.add(task)
+        try:
+            result = await work(client)
+            if self._refresh is not None:
+                # A list change announced while this call ran is applied before its result is
+                # returned, so the next request sees the new tools.
+                await asyncio.shield(self._refresh)
+            return result
+        finally:
+            self._requests.discard(task)
+
+    # -- the session's own thread ----------------------------------------------------------------
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        try:
+            self._loop.run_until_complete(self._main())
+            self._loop.run_until_complete(self._loop.shutdown_asyncgens())
+        finally:
+            self._loop.close()
+            self._finished.set_result(None)
+
+    def _request_stop(self) -> None:
+        if self._stop is not None:
+            self._stop.set()
+
+    async def _main(self) -> None:
+        self._stop = asyncio.Event()
+        try:
+            async with self._client_factory(self._on_message) as client:
+                self._client = client
+                await self._list_tools(client)
+                self._ready.set_result(None)
+                await self._stop.wait()
+                await self._cancel_requests()
+        except BaseException as exc:  # handed to whoever waits on the start
+            if not self._ready.done():
+                self._ready.set_exception(exc)
+            else:
+                self.failure = exc
+        finally:
+            self._client = None
+            await self._cancel_requests()
+
+    async def _cancel_requests(self) -> None:
+        pending = [t for t in (*self._requests, self._refresh) if t is not None and not t.done()]
+        for task in pending:
+            task.cancel()
+        if pending:
+            await asyncio.wait(pending)
+
+    async def _on_message(self, message: IncomingMessage) -> None:
+        if isinstance(message, mcp_types.ToolListChangedNotification) and self._client is not None:
+            # Never await a request inside the handler: the reply would queue behind it.
+            self._refresh = asyncio.ensure_future(self._refresh_tools(self._client))
+
+    async def _refresh_tools(self, client: mcp.Client) -> None:
+        try:
+            await self._list_tools(client)
+        except Exception:  # the old list stays; a call of a removed tool gets the server's error
+            _log.warning("refreshing the tool list of an MCP server failed", exc_info=True)
+
+    async def _list_tools(self, client: mcp.Client) -> None:
+        tools: list[mcp_types.Tool] = []
+        cursor: str | None = None
+        for _ in range(_MAX_PAGES):
+            page = await client.list_tools(cursor=cursor, cache_mode="bypass")
+            tools.extend(page.tools)
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+        self._on_tools(tools)
