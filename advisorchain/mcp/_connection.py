@@ -57,6 +57,7 @@ class Connection:
         self._ready: concurrent.futures.Future[None] = concurrent.futures.Future()
         self._finished: concurrent.futures.Future[None] = concurrent.futures.Future()
         self._stop: asyncio.Event | None = None
+        self._main_task: asyncio.Task[None] | None = None
         self._client: mcp.Client | None = None
         self._requests: set[asyncio.Task[Any]] = set()
         self._refresh: asyncio.Task[None] | None = None
@@ -128,9 +129,14 @@ class Connection:
     def _request_stop(self) -> None:
         if self._stop is not None:
             self._stop.set()
+        if not self._ready.done() and self._main_task is not None:
+            # Still starting (a server that never answers its handshake): stop waiting for it. The
+            # SDK's exit on cancellation still stops the server process.
+            self._main_task.cancel()
 
     async def _main(self) -> None:
         self._stop = asyncio.Event()
+        self._main_task = asyncio.current_task()
         try:
             async with self._client_factory(self._on_message) as client:
                 self._client = client

@@ -9,12 +9,14 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from advisorchain.mcp import McpServerHttp, McpServerStdio
+from advisorchain.tools import ToolDefinition
 
 HERE = Path(__file__).parent
 SCRIPTED = str(HERE / "scripted_server.py")
@@ -99,6 +101,23 @@ def git_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     subprocess.run([*git, "add", "notes.txt"], check=True)
     subprocess.run([*git, "commit", "-q", "-m", "Add notes"], check=True)
     return repo
+
+
+@pytest.fixture(scope="session")
+def approval_rule_calls() -> dict[str, Mapping[str, Any]]:
+    """What the git server's requires_approval rule was asked: tool name -> annotations."""
+    return {}
+
+
+@pytest.fixture(scope="session")
+def git_server(git_repo: Path, approval_rule_calls: dict[str, Mapping[str, Any]]) -> Iterator[McpServerStdio]:
+    def ask_unless_read_only(definition: ToolDefinition, annotations: Mapping[str, Any]) -> bool:
+        approval_rule_calls[definition.name] = annotations
+        return not annotations.get("readOnlyHint", False)
+
+    args = ["-m", "mcp_server_git", "--repository", str(git_repo)]
+    with McpServerStdio(sys.executable, args, tool_prefix="repo", requires_approval=ask_unless_read_only) as server:
+        yield server
 
 
 @pytest.fixture(scope="session")

@@ -12,7 +12,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS, CallToolResult, ToolAnnotations
 
-server = MCPServer("scripted", version="1.0")
+server = MCPServer("scripted", version="1.0", log_level="WARNING")
 
 
 @server.tool(description="Echo the text back.", annotations=ToolAnnotations(read_only_hint=True))
@@ -59,6 +59,12 @@ async def add_tool(name: str, ctx: Context) -> str:
     server.add_tool(added, name=name, description="A tool added while the server runs.")
     await ctx.request_context.session.send_tool_list_changed()
     return f"added {name}"
+
+
+@server.tool(description="Removes a tool without telling the client.")
+def forget_tool(name: str) -> str:
+    server.remove_tool(name)
+    return f"forgot {name}"
 
 
 if __name__ == "__main__":

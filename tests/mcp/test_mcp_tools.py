@@ -77,33 +77,23 @@ def test_a_client_with_the_server_in_default_tools_sends_its_tools_to_the_model(
     assert _tool_names(model) == ["time_get_current_time", "time_convert_time"]
 
 
-def test_mcp_server_git_reads_a_throwaway_repository_in_the_tool_loop(git_repo: Path) -> None:
+def test_mcp_server_git_reads_a_throwaway_repository_in_the_tool_loop(
+    git_server: McpServerStdio, git_repo: Path
+) -> None:
     arguments = json.dumps({"repo_path": str(git_repo)})
-    model = ScriptedChatModel([AssistantMessage(None, [ToolCall("c1", "git_log", arguments)]), "One commit."])
-    with McpServerStdio(sys.executable, ["-m", "mcp_server_git", "--repository", str(git_repo)]) as git:
-        ChatClient(model).prompt("What happened in the repo?").tools(git).call().content()
+    model = ScriptedChatModel([AssistantMessage(None, [ToolCall("c1", "repo_git_log", arguments)]), "One commit."])
+    ChatClient(model).prompt("What happened in the repo?").tools(git_server).call().content()
     log = _responses(model)[0]
     assert "Add notes" in log
     assert "Author: Test" in log
 
 
-def test_requires_approval_decides_per_tool_from_the_definition_and_annotations(git_repo: Path) -> None:
-    seen: dict[str, Mapping[str, Any]] = {}
-
-    def ask_unless_read_only(definition: ToolDefinition, annotations: Mapping[str, Any]) -> bool:
-        seen[definition.name] = annotations
-        return not annotations.get("readOnlyHint", False)
-
-    server = McpServerStdio(
-        sys.executable,
-        ["-m", "mcp_server_git", "--repository", str(git_repo)],
-        tool_prefix="repo",
-        requires_approval=ask_unless_read_only,
-    )
-    with server:
-        approval = {cb.definition.name: cb.metadata.requires_approval for cb in tool_callbacks(server)}
-    assert seen["repo_git_reset"]["destructiveHint"] is True
-    assert seen["repo_git_status"] == {
+def test_requires_approval_decides_per_tool_from_the_definition_and_annotations(
+    git_server: McpServerStdio, approval_rule_calls: Mapping[str, Mapping[str, Any]]
+) -> None:
+    approval = {cb.definition.name: cb.metadata.requires_approval for cb in tool_callbacks(git_server)}
+    assert approval_rule_calls["repo_git_reset"]["destructiveHint"] is True
+    assert approval_rule_calls["repo_git_status"] == {
         "readOnlyHint": True,
         "destructiveHint": False,
         "idempotentHint": True,
