@@ -12,11 +12,12 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import contextvars
 import logging
 import threading
 from collections.abc import Callable, Coroutine, Sequence
 from contextlib import AbstractAsyncContextManager
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import mcp
 import mcp.types as mcp_types
@@ -85,35 +86,47 @@ class Connection:
         except TimeoutError:
             return
 
-    @property
-    def alive(self) -> bool:
-        """True while the session is open and the server has not gone away."""
-        return self._client is not None and self.failure is None
-
     # -- requests (called from any thread or loop) -----------------------------------------------
 
     async def submit(self, work: Callable[[mcp.Client], Coroutine[Any, Any, T]]) -> T:
-        """Run ``work(client)`` on the session's loop and await its result here; cancelling the
-        caller cancels the work."""
-        future = asyncio.run_coroutine_threadsafe(self._serve(work), self._loop)
-        return await asyncio.wrap_future(future)
+        """Run ``work(client)`` on the session's loop, in the caller's context (so the SDK's spans
+        nest under the caller's), and await its result here; cancelling the caller cancels the work.
+        Raises ConnectionClosed when the session closes first."""
+        coro = self._in_context(work, contextvars.copy_context())
+        try:
+            future = asyncio.run_coroutine_threadsafe(coro, self._loop)
+        except RuntimeError:  # the session's loop is already closed
+            coro.close()
+            raise ConnectionClosed("the session is closed") from None
+        try:
+            return await asyncio.wrap_future(future)
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise
+            # Not our caller's cancellation: the session closed under the call.
+            raise ConnectionClosed("the session closed while the call ran") from None
 
-    async def _serve(self, work: Callable[[mcp.Client], Coroutine[Any, Any, T]]) -> T:
+    async def _in_context(
+        self, work: Callable[[mcp.Client], Coroutine[Any, Any, T]], context: contextvars.Context
+    ) -> T:
         client = self._client
         if client is None or self.failure is not None:
             raise ConnectionClosed("the session is closed")
-        task = asyncio.current_task()
-        assert task is not None
-        self._requests.add(task)
+        task = cast("asyncio.Task[T]", asyncio.current_task())
+        self._requests.add(task)  # cancelled when the session closes; cancelling it cancels the work
         try:
-            result = await work(client)
-            if self._refresh is not None:
-                # A list change announced while this call ran is applied before its result is
-                # returned, so the next request sees the new tools.
-                await asyncio.shield(self._refresh)
-            return result
+            return await self._loop.create_task(self._serve(client, work), context=context)
         finally:
             self._requests.discard(task)
+
+    async def _serve(self, client: mcp.Client, work: Callable[[mcp.Client], Coroutine[Any, Any, T]]) -> T:
+        result = await work(client)
+        if self._refresh is not None:
+            # A list change announced while this call ran is applied before its result is returned,
+            # so the next request sees the new tools.
+            await asyncio.shield(self._refresh)
+        return result
 
     # -- the session's own thread ----------------------------------------------------------------
 

@@ -265,6 +265,10 @@ class _McpTool:
 class McpServerStdio(_McpServer):
     """An MCP server run as a subprocess, spoken to over its stdin and stdout.
 
+    The process gets a minimal environment (``HOME``, ``PATH``, ``USER``... as the SDK chooses) plus
+    ``env``; pass the variables the server needs (an API token, say) there. ``timeout`` bounds the
+    start and each tool call.
+
     >>> async with McpServerStdio("uvx", ["mcp-server-time"]) as time_server:
     ...     await client.prompt("What time is it in Tokyo?").tools(time_server).acall().content()
     """
@@ -319,7 +323,9 @@ class McpServerStdio(_McpServer):
 
 
 class McpServerHttp(_McpServer):
-    """An MCP server reached over streamable HTTP at ``url`` (e.g. ``http://127.0.0.1:8000/mcp``).
+    """An MCP server reached over streamable HTTP at ``url`` (e.g. ``http://127.0.0.1:8000/mcp``),
+    sending ``headers`` (an ``Authorization`` header, say) with every request. ``timeout`` bounds the
+    connection, the start and each tool call.
 
     >>> async with McpServerHttp("http://127.0.0.1:8000/mcp", tool_prefix="docs") as docs:
     ...     await client.prompt("Find the install guide").tools(docs).acall().content()

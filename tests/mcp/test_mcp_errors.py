@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 
@@ -92,6 +93,15 @@ async def test_a_server_process_that_died_gives_error_texts_and_closes_cleanly(n
             await tools["crash"].call("{}", None)
         with pytest.raises(McpToolError, match="cannot answer tool 'echo'"):
             await tools["echo"].call('{"text": "anyone?"}', None)
+
+
+async def test_a_call_running_when_the_server_is_left_ends_with_an_error(scripted_url: str) -> None:
+    async with McpServerHttp(scripted_url) as server:
+        slow = next(cb for cb in tool_callbacks(server) if cb.definition.name == "slow")
+        running = asyncio.create_task(slow.call('{"seconds": 60, "label": "never"}', None))
+        await asyncio.sleep(0.2)
+    with pytest.raises(McpToolError, match="MCP server 'scripted'"):
+        await running
 
 
 def test_a_dead_server_reaches_the_model_as_an_error_text(no_leftovers: None) -> None:

@@ -184,7 +184,7 @@ def test_a_server_over_streamable_http_runs_in_the_tool_loop(scripted_http: McpS
     assert _responses(model) == ["over http"]
 
 
-def test_a_tool_call_span_names_the_server(time_server: McpServerStdio) -> None:
+def test_a_tool_call_span_names_the_server_and_holds_the_sdk_span(time_server: McpServerStdio) -> None:
     exporter = InMemorySpanExporter()
     if not isinstance(trace.get_tracer_provider(), TracerProvider):
         trace.set_tracer_provider(TracerProvider())
@@ -195,12 +195,15 @@ def test_a_tool_call_span_names_the_server(time_server: McpServerStdio) -> None:
         [AssistantMessage(None, [ToolCall("c1", "time_get_current_time", '{"timezone": "UTC"}')]), "ok"]
     )
     ChatClient(model).prompt("now?").tools(time_server).call().content()
-    spans = [s for s in exporter.get_finished_spans() if s.name == "execute_tool time_get_current_time"]
+    finished = exporter.get_finished_spans()
     exporter.shutdown()
-    assert len(spans) == 1
-    assert spans[0].attributes is not None
-    assert spans[0].attributes["mcp.server.name"] == "mcp-time"
-    assert spans[0].attributes["gen_ai.tool.name"] == "time_get_current_time"
+    [span] = [s for s in finished if s.name == "execute_tool time_get_current_time"]
+    assert span.attributes is not None
+    assert span.attributes["mcp.server.name"] == "mcp-time"
+    assert span.attributes["gen_ai.tool.name"] == "time_get_current_time"
+    [sdk_span] = [s for s in finished if s.name == "MCP send tools/call get_current_time"]
+    assert sdk_span.parent is not None
+    assert sdk_span.parent.span_id == span.context.span_id
 
 
 def test_a_tool_list_change_reaches_the_next_request(scripted_server: McpServerStdio) -> None:
