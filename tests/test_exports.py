@@ -31,6 +31,7 @@ _SECTIONS = {
     "advisorchain.models.openai": "OpenAIChatModel",
     "advisorchain.models.anthropic": "AnthropicChatModel",
     "advisorchain.testing": "FunctionChatModel ScriptedChatModel",
+    "advisorchain.mcp": "McpServerStdio McpServerHttp serve",
     "advisorchain.errors": "AdvisorChainError ToolExecutionError ToolCallLimitExceeded MaxIterationsExceeded "
     "StructuredOutputValidationError ModelError ChainConfigurationError",
 }
