@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 from conftest import SCRIPTED
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -223,3 +225,10 @@ def test_a_tool_list_change_reaches_the_next_request(scripted_server: McpServerS
 def test_a_bad_tool_prefix_is_refused_naming_it(prefix: object) -> None:
     with pytest.raises(ValueError, match="tool_prefix"):
         McpServerStdio("python", tool_prefix=prefix)  # type: ignore[arg-type]
+
+
+@settings(max_examples=40, deadline=None)
+@given(text=st.text())
+def test_any_text_survives_the_round_trip_to_a_server_and_back(scripted_http: McpServerHttp, text: str) -> None:
+    echo = next(cb for cb in tool_callbacks(scripted_http) if cb.definition.name == "web_echo")
+    assert asyncio.run(echo.call(json.dumps({"text": text}), None)) == text
