@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any, Literal
 
@@ -14,6 +15,7 @@ from mcp.shared.exceptions import MCPError
 
 from .. import _sync
 from ..client import ChatClient
+from ..errors import ChainConfigurationError
 from ..tools import (
     InvalidToolArgumentsError,
     ToolCallback,
@@ -131,7 +133,7 @@ async def aserve(
     elif transport == "streamable-http":
         app = server.streamable_http_app(streamable_http_path=path, host=host)
         config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
-        await uvicorn.Server(config).serve()
+        await _serve_until_cancelled(uvicorn.Server(config), f"http://{host}:{port}{path}")
     else:
         raise ValueError(f"transport must be 'stdio' or 'streamable-http', got {transport!r}")
 
@@ -156,6 +158,31 @@ def serve(
         "serve(...)",
         "await aserve(...)",
     )
+
+
+async def _serve_until_cancelled(server: uvicorn.Server, url: str) -> None:
+    """Run ``server``; when cancelled, let it shut down (close its socket and connections) first."""
+    running = asyncio.ensure_future(_uvicorn(server))
+    try:
+        started = await asyncio.shield(running)
+    except asyncio.CancelledError:
+        server.should_exit = True
+        await running
+        raise
+    if not started:
+        raise ChainConfigurationError(
+            f"could not serve MCP at {url}: the HTTP server did not start (its log above says why: "
+            "a port in use, say); pick another host or port"
+        )
+
+
+async def _uvicorn(server: uvicorn.Server) -> bool:
+    """False when uvicorn gave up at its start; it does so with sys.exit, which must not reach the loop."""
+    try:
+        await server.serve()
+    except SystemExit:
+        return False
+    return True
 
 
 def _mcp_tool(definition: ToolDefinition) -> mcp_types.Tool:

@@ -60,19 +60,27 @@ def no_leftovers() -> Iterator[None]:
     assert mcp_threads() == threads
 
 
-def start_http(script: str, *args: str) -> tuple[subprocess.Popen[bytes], str]:
-    port = free_port()
-    process = subprocess.Popen([sys.executable, script, *args, str(port)])
+def wait_for_port(port: int, process: subprocess.Popen[bytes] | None = None) -> None:
+    """Wait until something listens on ``port`` (and ``process``, if given, is still running)."""
     deadline = time.monotonic() + 60
     while True:
         try:
             socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            break
+            return
         except OSError:
-            if process.poll() is not None or time.monotonic() > deadline:
-                process.kill()
-                raise RuntimeError(f"{script} did not start listening on port {port}") from None
+            if (process is not None and process.poll() is not None) or time.monotonic() > deadline:
+                raise RuntimeError(f"nothing started listening on port {port}") from None
             time.sleep(0.1)
+
+
+def start_http(script: str, *args: str) -> tuple[subprocess.Popen[bytes], str]:
+    port = free_port()
+    process = subprocess.Popen([sys.executable, script, *args, str(port)])
+    try:
+        wait_for_port(port, process)
+    except RuntimeError:
+        stop(process)
+        raise
     return process, f"http://127.0.0.1:{port}/mcp"
 
 

@@ -5,14 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
 import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SCRIPTED
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from opentelemetry import trace
@@ -165,9 +163,11 @@ def test_the_sync_form_works_from_a_plain_thread(time_server: McpServerStdio) ->
     assert json.loads(_responses(model)[0])["timezone"] == "UTC"
 
 
-def test_a_server_entered_with_async_with_serves_a_blocking_call_from_a_thread(no_leftovers: None) -> None:
+def test_a_server_entered_with_async_with_serves_a_blocking_call_from_a_thread(
+    scripted_url: str, no_leftovers: None
+) -> None:
     async def main() -> str:
-        async with McpServerStdio(sys.executable, [SCRIPTED, "stdio"]) as server:
+        async with McpServerHttp(scripted_url) as server:
             echo = next(cb for cb in tool_callbacks(server) if cb.definition.name == "echo")
             return await asyncio.to_thread(lambda: asyncio.run(echo.call('{"text": "hello"}', None)))
 

@@ -4,14 +4,24 @@ own McpServerStdio (a subprocess running serve over stdio) and McpServerHttp (st
 from __future__ import annotations
 
 import asyncio
+import socket
 import sys
+import threading
 from collections.abc import Iterator
 
 import pytest
-from conftest import SERVED, start_http, stop
+from conftest import SERVED, free_port, wait_for_port
 
-from advisorchain import AssistantMessage, ChatClient, ScriptedChatModel, ToolCall, ToolResponseMessage, tool
-from advisorchain.mcp import McpServerHttp, McpServerStdio, McpToolError, agent_tool, mcp_server
+from advisorchain import (
+    AssistantMessage,
+    ChainConfigurationError,
+    ChatClient,
+    ScriptedChatModel,
+    ToolCall,
+    ToolResponseMessage,
+    tool,
+)
+from advisorchain.mcp import McpServerHttp, McpServerStdio, McpToolError, agent_tool, aserve, mcp_server
 from advisorchain.tools import ToolCallback, tool_callbacks
 
 
@@ -36,7 +46,9 @@ def test_served_tools_keep_their_names_descriptions_and_schemas(served: McpServe
 
 
 def test_a_served_tool_runs_in_another_agents_tool_loop(served: McpServerStdio) -> None:
-    model = ScriptedChatModel([AssistantMessage(None, [ToolCall("c1", "served_add", '{"a": 2, "b": 40}')]), "42"])
+    model = ScriptedChatModel(
+        [AssistantMessage(None, [ToolCall("c1", "served_add", '{"a": 2, "b": 40}')]), "42"]
+    )
     assert ChatClient(model).prompt("2 + 40?").tools(served).call().content() == "42"
     last = model.prompts[1].instructions[-1]
     assert isinstance(last, ToolResponseMessage)
@@ -54,18 +66,30 @@ async def test_an_exception_in_a_served_tool_comes_back_as_an_error(served: McpS
 
 
 async def test_bad_arguments_for_a_served_tool_come_back_naming_the_argument(served: McpServerStdio) -> None:
-    with pytest.raises(McpToolError, match="invalid arguments for tool 'add': a: Input should be a valid integer"):
+    with pytest.raises(
+        McpToolError, match="invalid arguments for tool 'add': a: Input should be a valid integer"
+    ):
         await _by_name(served)["served_add"].call('{"a": "two", "b": 1}', None)
 
 
-def test_a_chat_client_served_over_streamable_http_answers_an_mcp_client() -> None:
-    process, url = start_http(SERVED, "streamable-http")
+def test_a_chat_client_served_over_streamable_http_answers_an_mcp_client(no_leftovers: None) -> None:
+    port = free_port()
+    agent = ChatClient(ScriptedChatModel(["pong"]))
+    loop = asyncio.new_event_loop()
+    serving = loop.create_task(aserve(agent, transport="streamable-http", port=port, name="agent"))
+    thread = threading.Thread(target=loop.run_until_complete, args=(asyncio.wait([serving]),))
+    thread.start()
     try:
-        with McpServerHttp(url) as server:
+        wait_for_port(port)
+        with McpServerHttp(f"http://127.0.0.1:{port}/mcp") as server:
             answer = asyncio.run(_by_name(server)["ask_agent"].call('{"question": "ping"}', None))
+            name = server.name
     finally:
-        stop(process)
-    assert answer == "The agent heard: ping"
+        loop.call_soon_threadsafe(serving.cancel)
+        thread.join()
+        loop.close()
+    assert answer == "pong"
+    assert name == "agent"
 
 
 def test_agent_tool_needs_a_chat_client() -> None:
@@ -91,3 +115,29 @@ def test_two_served_tools_with_one_name_are_refused() -> None:
 
     with pytest.raises(ValueError, match="two tools are named 'same'"):
         mcp_server(first, second)
+
+
+async def test_serving_on_a_port_in_use_is_a_clear_error(add_tool: ToolCallback) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(
+            ChainConfigurationError, match=f"could not serve MCP at http://127.0.0.1:{port}/mcp"
+        ):
+            await aserve(add_tool, transport="streamable-http", port=port)
+
+
+async def test_an_unknown_transport_is_refused_naming_it(add_tool: ToolCallback) -> None:
+    with pytest.raises(ValueError, match="'sse'"):
+        await aserve(add_tool, transport="sse")  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def add_tool() -> ToolCallback:
+    @tool
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    return add
