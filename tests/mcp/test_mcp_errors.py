@@ -8,7 +8,7 @@ import json
 import sys
 
 import pytest
-from conftest import SCRIPTED, free_port
+from mcp_helpers import SCRIPTED, free_port
 
 from advisorchain import (
     AssistantMessage,

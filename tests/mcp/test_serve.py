@@ -10,7 +10,7 @@ import threading
 from collections.abc import Iterator
 
 import pytest
-from conftest import SERVED, free_port, wait_for_port
+from mcp_helpers import SERVED, free_port, wait_for_port
 
 from advisorchain import (
     AssistantMessage,
