@@ -87,6 +87,11 @@ def test_a_chat_client_served_over_streamable_http_answers_an_mcp_client(no_left
     finally:
         loop.call_soon_threadsafe(serving.cancel)
         thread.join()
+        # The SSE library keeps a shutdown watcher task per loop; end it as asyncio.run would.
+        leftovers = asyncio.all_tasks(loop)
+        for task in leftovers:
+            task.cancel()
+        loop.run_until_complete(asyncio.gather(*leftovers, return_exceptions=True))
         loop.close()
     assert answer == "pong"
     assert name == "agent"
