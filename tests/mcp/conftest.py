@@ -65,8 +65,14 @@ def git_server(git_repo: Path, approval_rule_calls: dict[str, Mapping[str, Any]]
 
 
 @pytest.fixture(scope="session")
-def scripted_server() -> Iterator[McpServerStdio]:
-    with McpServerStdio(sys.executable, [SCRIPTED, "stdio"]) as server:
+def scripted_workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("scripted-cwd")
+
+
+@pytest.fixture(scope="session")
+def scripted_server(scripted_workdir: Path) -> Iterator[McpServerStdio]:
+    env = {"ADVISORCHAIN_GREETING": "hello from the test"}
+    with McpServerStdio(sys.executable, [SCRIPTED, "stdio"], env=env, cwd=scripted_workdir) as server:
         yield server
 
 

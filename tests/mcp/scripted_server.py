@@ -61,6 +61,18 @@ async def add_tool(name: str, ctx: Context) -> str:
     return f"added {name}"
 
 
+@server.tool(description="The value of an HTTP request header (over streamable HTTP).")
+def header(name: str, ctx: Context) -> str:
+    request = ctx.request_context.request
+    headers = getattr(request, "headers", {})
+    return str(headers.get(name, "<none>"))
+
+
+@server.tool(description="An environment variable of the server process, and its working directory.")
+def environment(name: str) -> str:
+    return f"{os.environ.get(name, '<unset>')} in {os.getcwd()}"
+
+
 @server.tool(description="Removes a tool without telling the client.")
 def forget_tool(name: str) -> str:
     server.remove_tool(name)

@@ -186,6 +186,20 @@ def test_a_server_over_streamable_http_runs_in_the_tool_loop(scripted_http: McpS
     assert _responses(model) == ["over http"]
 
 
+def test_a_stdio_server_runs_with_the_given_env_and_cwd(scripted_server: McpServerStdio, scripted_workdir: Path) -> None:
+    model = ScriptedChatModel(
+        [AssistantMessage(None, [ToolCall("c1", "environment", '{"name": "ADVISORCHAIN_GREETING"}')]), "ok"]
+    )
+    ChatClient(model).prompt("env?").tools(scripted_server).call().content()
+    assert _responses(model) == [f"hello from the test in {scripted_workdir}"]
+
+
+def test_headers_go_with_every_request_to_an_http_server(scripted_http: McpServerHttp) -> None:
+    model = ScriptedChatModel([AssistantMessage(None, [ToolCall("c1", "web_header", '{"name": "x-test"}')]), "ok"])
+    ChatClient(model).prompt("header?").tools(scripted_http).call().content()
+    assert _responses(model) == ["advisorchain"]
+
+
 def test_a_tool_call_span_names_the_server_and_holds_the_sdk_span(time_server: McpServerStdio) -> None:
     exporter = InMemorySpanExporter()
     if not isinstance(trace.get_tracer_provider(), TracerProvider):
