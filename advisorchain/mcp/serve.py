@@ -94,6 +94,13 @@ def mcp_server(*tools: object, name: str = "advisorchain", instructions: str | N
     callbacks = tool_callbacks(*(agent_tool(t) if isinstance(t, ChatClient) else t for t in tools))
     if not callbacks:
         raise ValueError("serve() needs at least one tool (or a ChatClient) to serve")
+    for callback in callbacks:
+        if callback.metadata.requires_approval:
+            # An MCP client calls tools directly: nobody would be asked before this one runs.
+            raise ValueError(
+                f"tool {callback.definition.name!r} requires approval, which an MCP server cannot ask "
+                "for; serve it without requires_approval, or serve an agent (a ChatClient) that uses it"
+            )
     by_name = {cb.definition.name: cb for cb in callbacks}
     listing = mcp_types.ListToolsResult(tools=[_mcp_tool(cb.definition) for cb in callbacks])
 

@@ -22,7 +22,7 @@ from advisorchain import (
     tool,
 )
 from advisorchain.mcp import McpServerHttp, McpServerStdio, McpToolError, agent_tool, aserve, mcp_server
-from advisorchain.tools import ToolCallback, tool_callbacks
+from advisorchain.tools import ToolCallback, ToolDefinition, ToolMetadata, tool_callbacks
 
 
 @pytest.fixture(scope="module")
@@ -146,3 +146,15 @@ def add_tool() -> ToolCallback:
         return a + b
 
     return add
+
+
+def test_a_tool_that_requires_approval_is_not_served(add_tool: ToolCallback) -> None:
+    class Guarded:
+        definition = ToolDefinition("delete_all", "Delete everything.")
+        metadata = ToolMetadata(requires_approval=True)
+
+        async def call(self, arguments: str, context: object) -> str:
+            return "deleted"
+
+    with pytest.raises(ValueError, match="tool 'delete_all' requires approval"):
+        mcp_server(add_tool, Guarded())
