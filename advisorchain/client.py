@@ -30,7 +30,7 @@ from .messages import AssistantMessage, Message, SystemMessage, ToolResponseMess
 from .model import ChatClientRequest, ChatClientResponse, ChatModel, ChatOptions, ChatResponse, Prompt
 from .output import converter_for
 from .tools.approvals import as_decisions
-from .tools.function import tool_callbacks
+from .tools.function import ToolCallbackProvider, tool_callbacks
 
 __all__ = [
     "AsyncCallResponseSpec",
@@ -77,7 +77,12 @@ class ChatClient:
         self.model = _check_model(model)
         self.default_advisors: tuple[Advisor, ...] = _checked_advisors(default_advisors)
         self.default_system = default_system
-        self.default_tools: tuple[ToolCallback, ...] = _to_tool_callbacks(tuple(default_tools))
+        tools = tuple(default_tools)
+        # Providers (an MCP server) are asked again on every request: their tools can change.
+        self._tool_providers = tuple(t for t in tools if isinstance(t, ToolCallbackProvider))
+        self.default_tools: tuple[ToolCallback, ...] = _to_tool_callbacks(
+            tuple(t for t in tools if not isinstance(t, ToolCallbackProvider))
+        )
         self.default_options = default_options
         self.tool_calling_auto_register = tool_calling_auto_register
 
@@ -222,7 +227,7 @@ class ChatClientRequestSpec:
         options = client.default_options
         if self._options is not None:
             options = self._options.merged_over(options)
-        tools = client.default_tools + _to_tool_callbacks(self._tools)
+        tools = client.default_tools + _to_tool_callbacks((*client._tool_providers, *self._tools))
         tool_context = dict(self._tool_context)
         conversation_id = conversation_id_of(context)
         if conversation_id is not None:

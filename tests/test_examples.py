@@ -15,6 +15,7 @@ EXPECTED = {
     "structured_output.py": "name='Paris' population=2100000",
     "memory_sqlite.py": "['user', 'assistant', 'user']",
     "streaming.py": "Let me check the clock. It is 14:05.",
+    "mcp_tools.py": "Noon UTC is 21:00 in Asia/Tokyo.",
 }
 
 

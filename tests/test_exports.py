@@ -35,6 +35,7 @@ _SECTIONS = {
     "advisorchain.testing": "FunctionChatModel ScriptedChatModel",
     "advisorchain.durable.temporal": "TemporalAgent DurableResult DurableToolError CHUNKS_SIGNAL CHUNKS_QUERY",
     "advisorchain.durable.dbos": "DBOSAgent DurableResult DurableToolError STREAM_KEY",
+    "advisorchain.mcp": "McpServerStdio McpServerHttp serve",
     "advisorchain.errors": "AdvisorChainError ToolExecutionError ToolCallLimitExceeded MaxIterationsExceeded "
     "StructuredOutputValidationError ModelError ChainConfigurationError",
 }

@@ -3,7 +3,7 @@ manager that executes tool calls (``manager``), and approval decisions (``approv
 
 from .api import InvalidToolArgumentsError, ToolCallback, ToolContext, ToolDefinition, ToolMetadata
 from .approvals import Approved, Denied
-from .function import FunctionTool, tool, tool_callbacks
+from .function import FunctionTool, ToolCallbackProvider, tool, tool_callbacks
 from .manager import ToolCallingManager, ToolExecutionResult
 
 __all__ = [
@@ -12,6 +12,7 @@ __all__ = [
     "FunctionTool",
     "InvalidToolArgumentsError",
     "ToolCallback",
+    "ToolCallbackProvider",
     "ToolCallingManager",
     "ToolContext",
     "ToolDefinition",

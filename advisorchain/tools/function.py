@@ -19,16 +19,16 @@ import queue
 import re
 import threading
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor, Future
-from typing import Any, Generic, ParamSpec, TypeVar, overload
+from typing import Any, Generic, ParamSpec, Protocol, TypeVar, overload, runtime_checkable
 
 import pydantic_core
 
 from .api import ToolCallback, ToolContext, ToolDefinition, ToolMetadata, ToolRegistry
 from .schema import ToolSignature, parse_arguments, tool_signature
 
-__all__ = ["FunctionTool", "tool", "tool_callbacks"]
+__all__ = ["FunctionTool", "ToolCallbackProvider", "tool", "tool_callbacks"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -213,10 +213,18 @@ def tool(
     return decorate if func is None else decorate(func)
 
 
+@runtime_checkable
+class ToolCallbackProvider(Protocol):
+    """A source whose tools can change over time (an MCP server): ``tool_callbacks(...)`` and every
+    request asks it for its current ToolCallbacks, so a ChatClient's ``default_tools`` stay fresh."""
+
+    def get_tool_callbacks(self) -> Sequence[ToolCallback]: ...
+
+
 def tool_callbacks(*objs: object) -> list[ToolCallback]:
     """Turn functions, objects with ``@tool`` methods (or a ``tool_callbacks()`` method),
-    ToolCallbacks, and lists of these into one list of ToolCallbacks; duplicate names raise
-    ChainConfigurationError (a ValueError)."""
+    ToolCallbacks, ToolCallbackProviders, and lists of these into one list of ToolCallbacks;
+    duplicate names raise ChainConfigurationError (a ValueError)."""
     result = [callback for obj in objs for callback in _callbacks_of(obj)]
     ToolRegistry(result)  # the one uniqueness check
     return result
@@ -232,6 +240,8 @@ def _callbacks_of(obj: object) -> list[ToolCallback]:
         return [obj]
     if isinstance(obj, ToolCallback):
         return [obj]
+    if isinstance(obj, ToolCallbackProvider):
+        return list(obj.get_tool_callbacks())
     if isinstance(obj, list | tuple):
         return [cb for item in obj for cb in _callbacks_of(item)]
     if inspect.isfunction(obj):

@@ -1,0 +1,414 @@
+"""MCP servers as tool sources: ``McpServerStdio`` (a subprocess) and ``McpServerHttp`` (streamable
+HTTP). Entered, a server lists its tools once and hands them out as ToolCallbacks; a
+``notifications/tools/list_changed`` from the server refreshes the list."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import shlex
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from types import TracebackType
+from typing import Any, Self
+
+import httpx2
+import mcp
+import mcp.types as mcp_types
+import pydantic
+from mcp.client.session import MessageHandlerFnT
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+from opentelemetry import trace
+
+from .. import _sync
+from ..errors import ChainConfigurationError
+from ..tools import InvalidToolArgumentsError, ToolCallback, ToolContext, ToolDefinition, ToolMetadata
+from ._connection import Connection, ConnectionClosed
+
+__all__ = ["ApprovalRule", "McpServerHttp", "McpServerStdio", "McpToolError"]
+
+ApprovalRule = bool | Callable[[ToolDefinition, Mapping[str, Any]], bool]
+"""``requires_approval``: for every tool, or decided per tool from its definition and annotations."""
+
+# The span attribute naming the server a tool call went to.
+SERVER_NAME_ATTRIBUTE = "mcp.server.name"
+
+_PREFIX = re.compile(r"^[A-Za-z0-9_-]{1,63}$")
+_SSE_READ_TIMEOUT = 300.0
+
+
+class McpToolError(InvalidToolArgumentsError):
+    """A call of an MCP tool failed: the tool answered ``isError``, the server answered with a
+    protocol error, did not answer within ``timeout``, or is no longer running.
+
+    It derives from InvalidToolArgumentsError so that the ToolCallingManager hands its message to
+    the model as it is (``Error: <message>``); with ``raise_on_error=True`` it is the ``__cause__`` of
+    the ToolExecutionError.
+    """
+
+
+class _McpServer:
+    """What the stdio and HTTP servers share: entering, the tool list, calls, approval."""
+
+    def __init__(self, *, tool_prefix: str | None, requires_approval: ApprovalRule, timeout: float) -> None:
+        if tool_prefix is not None and not (isinstance(tool_prefix, str) and _PREFIX.match(tool_prefix)):
+            raise ValueError(
+                f"tool_prefix must be 1 to 63 letters, digits, '_' or '-', got {tool_prefix!r}; "
+                "the tools are named '<tool_prefix>_<tool name>'"
+            )
+        if not (isinstance(requires_approval, bool) or callable(requires_approval)):
+            raise TypeError(
+                f"requires_approval must be a bool or a function (definition, annotations) -> bool, "
+                f"got {requires_approval!r}"
+            )
+        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
+            raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+        self.tool_prefix = tool_prefix
+        self.requires_approval = requires_approval
+        self.timeout = float(timeout)
+        self._connection: Connection | None = None
+        self._closed = False
+        self._tools: tuple[_McpTool, ...] = ()
+        self._server_name: str | None = None
+
+    # -- what the subclasses provide --------------------------------------------------------------
+
+    def _open_client(self, on_message: MessageHandlerFnT) -> AbstractAsyncContextManager[mcp.Client]:
+        raise TypeError(f"{type(self).__name__} does not say how to connect")  # pragma: no cover
+
+    def _label(self) -> str:
+        raise TypeError(f"{type(self).__name__} has no label")  # pragma: no cover
+
+    def _start_hint(self, error: BaseException) -> str:
+        return ""
+
+    # -- entering and leaving ---------------------------------------------------------------------
+
+    async def __aenter__(self) -> Self:
+        if self._connection is not None:
+            raise ChainConfigurationError(
+                f"MCP server {self!r} is already entered; leave it before entering again"
+            )
+        connection = Connection(self._client_with_info, self._set_tools, f"advisorchain-mcp {self._label()}")
+        try:
+            async with asyncio.timeout(self.timeout):
+                await connection.start()
+        except BaseException as exc:
+            await connection.close()
+            if not isinstance(exc, Exception):
+                raise
+            raise self._start_error(exc) from exc
+        self._connection = connection
+        self._closed = False
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        connection, self._connection = self._connection, None
+        self._closed = True
+        self._tools = ()
+        if connection is not None:
+            await connection.close()
+
+    def __enter__(self) -> Self:
+        name = type(self).__name__
+        return _sync.run(self.__aenter__(), f"with {name}(...)", f"async with {name}(...)")
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        name = type(self).__name__
+        _sync.run(self.__aexit__(exc_type, exc, tb), f"with {name}(...)", f"async with {name}(...)")
+
+    @asynccontextmanager
+    async def _client_with_info(self, on_message: MessageHandlerFnT) -> AsyncIterator[mcp.Client]:
+        async with self._open_client(on_message) as client:
+            info = client.server_info
+            self._server_name = info.name if info is not None and info.name else None
+            yield client
+
+    def _start_error(self, exc: Exception) -> ChainConfigurationError:
+        leaf = _leaf(exc)
+        if isinstance(leaf, TimeoutError) and leaf is exc:
+            detail = f"it did not finish starting within timeout={self.timeout:g} seconds"
+        else:
+            detail = f"{type(leaf).__name__}: {_message(leaf)}"
+        hint = self._start_hint(leaf)
+        return ChainConfigurationError(f"MCP server {self!r} could not start: {detail}{hint}")
+
+    # -- the tool source --------------------------------------------------------------------------
+
+    @property
+    def name(self) -> str:
+        """The server's own name once entered (its ``serverInfo``), else its command or URL."""
+        return self._server_name or self._label()
+
+    def get_tool_callbacks(self) -> list[ToolCallback]:
+        """The server's tools as ToolCallbacks (the list as last fetched); raises
+        ChainConfigurationError when the server is not entered."""
+        if self._connection is None:
+            state = "was closed" if self._closed else "is not entered"
+            raise ChainConfigurationError(
+                f"MCP server {self!r} {state}: use its tools inside `async with server:` (or `with server:`)"
+            )
+        return list(self._tools)
+
+    def _set_tools(self, tools: Sequence[mcp_types.Tool]) -> None:
+        self._tools = tuple(self._tool(t) for t in tools)
+
+    def _tool(self, tool: mcp_types.Tool) -> _McpTool:
+        name = f"{self.tool_prefix}_{tool.name}" if self.tool_prefix else tool.name
+        definition = ToolDefinition(
+            name, tool.description or tool.title or tool.name, dict(tool.input_schema)
+        )
+        annotations: dict[str, Any] = (
+            tool.annotations.model_dump(by_alias=True, exclude_none=True)
+            if tool.annotations is not None
+            else {}
+        )
+        rule = self.requires_approval
+        approval = rule if isinstance(rule, bool) else rule(definition, dict(annotations))
+        if not isinstance(approval, bool):
+            raise TypeError(
+                f"requires_approval of MCP server {self!r} returned {approval!r} for tool {name!r}; "
+                "it must return True or False"
+            )
+        return _McpTool(self, tool.name, definition, ToolMetadata(requires_approval=approval), annotations)
+
+    # -- calls ------------------------------------------------------------------------------------
+
+    async def _call(self, remote_name: str, tool_name: str, arguments: str) -> str:
+        span = trace.get_current_span()
+        if span.is_recording():
+            span.set_attribute(SERVER_NAME_ATTRIBUTE, self.name)
+        args = _arguments(arguments, tool_name)
+        connection = self._connection
+        if connection is None:
+            raise McpToolError(
+                f"MCP server {self.name!r} is closed, so tool {tool_name!r} cannot run; answer without it"
+            )
+        try:
+            async with asyncio.timeout(self.timeout) as scope:
+                result = await connection.submit(lambda client: client.call_tool(remote_name, args))
+        except TimeoutError as exc:
+            if not scope.expired():
+                raise
+            raise McpToolError(
+                f"MCP server {self.name!r} did not answer tool {tool_name!r} within timeout={self.timeout:g} "
+                "seconds; the call was cancelled. Try a smaller request or answer without it"
+            ) from exc
+        except ConnectionClosed as exc:
+            raise McpToolError(self._gone_text(tool_name)) from exc
+        except MCPError as exc:
+            if exc.code == mcp_types.CONNECTION_CLOSED:
+                raise McpToolError(self._gone_text(tool_name)) from exc
+            raise McpToolError(exc.message) from exc
+        except pydantic.ValidationError as exc:
+            raise McpToolError(
+                f"MCP server {self.name!r} sent a malformed result for tool {tool_name!r}: {exc}"
+            ) from exc
+        text = _result_text(result)
+        if result.is_error:
+            raise McpToolError(
+                text or f"tool {tool_name!r} of MCP server {self.name!r} failed without a message"
+            )
+        return text
+
+    def _gone_text(self, tool_name: str) -> str:
+        return (
+            f"MCP server {self.name!r} is no longer running (its connection closed) and cannot answer "
+            f"tool {tool_name!r}; answer without it"
+        )
+
+
+class _McpTool:
+    """One tool of an MCP server as a ToolCallback; calls go to the server's session."""
+
+    __slots__ = ("_definition", "_metadata", "_remote_name", "_server", "annotations")
+
+    def __init__(
+        self,
+        server: _McpServer,
+        remote_name: str,
+        definition: ToolDefinition,
+        metadata: ToolMetadata,
+        annotations: Mapping[str, Any],
+    ) -> None:
+        self._server = server
+        self._remote_name = remote_name
+        self._definition = definition
+        self._metadata = metadata
+        self.annotations = annotations
+
+    @property
+    def definition(self) -> ToolDefinition:
+        """Name (prefixed when the server has a ``tool_prefix``), description and input schema."""
+        return self._definition
+
+    @property
+    def metadata(self) -> ToolMetadata:
+        """``requires_approval`` as the server's rule decided it."""
+        return self._metadata
+
+    async def call(self, arguments: str, context: ToolContext | None) -> str:
+        """Call the tool on its server with the model's JSON ``arguments``."""
+        return await self._server._call(self._remote_name, self._definition.name, arguments)
+
+    def __repr__(self) -> str:
+        return f"<MCP tool {self._definition.name!r} of {self._server!r}>"
+
+
+class McpServerStdio(_McpServer):
+    """An MCP server run as a subprocess, spoken to over its stdin and stdout.
+
+    The process gets a minimal environment (``HOME``, ``PATH``, ``USER``... as the SDK chooses) plus
+    ``env``; pass the variables the server needs (an API token, say) there. ``timeout`` bounds the
+    start and each tool call.
+
+    >>> async with McpServerStdio("uvx", ["mcp-server-time"]) as time_server:
+    ...     await client.prompt("What time is it in Tokyo?").tools(time_server).acall().content()
+    """
+
+    def __init__(
+        self,
+        command: str,
+        args: Sequence[str] = (),
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+        tool_prefix: str | None = None,
+        requires_approval: ApprovalRule = False,
+        timeout: float = 30.0,
+    ) -> None:
+        if not isinstance(command, str) or not command.strip():
+            raise ValueError(f"command must be the program that starts the MCP server, got {command!r}")
+        if isinstance(args, str) or not all(isinstance(a, str) for a in args):
+            raise ValueError(f"args must be a sequence of strings (one per argument), got {args!r}")
+        if env is not None and not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
+            raise ValueError(f"env must map variable names to string values, got {env!r}")
+        super().__init__(tool_prefix=tool_prefix, requires_approval=requires_approval, timeout=timeout)
+        self.command = command
+        self.args = tuple(args)
+        self.env = dict(env) if env is not None else None
+        self.cwd = cwd
+
+    def __repr__(self) -> str:
+        return f"McpServerStdio({self.command!r}, {list(self.args)!r})"
+
+    def _label(self) -> str:
+        return shlex.join([self.command, *self.args])
+
+    def _open_client(self, on_message: MessageHandlerFnT) -> AbstractAsyncContextManager[mcp.Client]:
+        params = mcp.StdioServerParameters(
+            command=self.command,
+            args=list(self.args),
+            env=self.env,
+            cwd=None if self.cwd is None else os.fspath(self.cwd),
+        )
+        return mcp.Client(params, mode="legacy", message_handler=on_message, cache=None)
+
+    def _start_hint(self, error: BaseException) -> str:
+        if isinstance(error, FileNotFoundError):
+            return f"; check that the command {self.command!r} is installed and on PATH"
+        if isinstance(error, MCPError) and error.code == mcp_types.CONNECTION_CLOSED:
+            return (
+                "; the server process exited before the session started. "
+                f"Run `{self._label()}` in a shell to see why"
+            )
+        return ""
+
+
+class McpServerHttp(_McpServer):
+    """An MCP server reached over streamable HTTP at ``url`` (e.g. ``http://127.0.0.1:8000/mcp``),
+    sending ``headers`` (an ``Authorization`` header, say) with every request. ``timeout`` bounds the
+    connection, the start and each tool call.
+
+    >>> async with McpServerHttp("http://127.0.0.1:8000/mcp", tool_prefix="docs") as docs:
+    ...     await client.prompt("Find the install guide").tools(docs).acall().content()
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        tool_prefix: str | None = None,
+        requires_approval: ApprovalRule = False,
+        timeout: float = 30.0,
+    ) -> None:
+        if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+            raise ValueError(
+                f"url must be an http:// or https:// URL of a streamable-HTTP MCP endpoint, got {url!r}"
+            )
+        if headers is not None and not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in headers.items()
+        ):
+            raise ValueError(f"headers must map header names to string values, got {headers!r}")
+        super().__init__(tool_prefix=tool_prefix, requires_approval=requires_approval, timeout=timeout)
+        self.url = url
+        self.headers = dict(headers) if headers is not None else None
+
+    def __repr__(self) -> str:
+        return f"McpServerHttp({self.url!r})"
+
+    def _label(self) -> str:
+        return self.url
+
+    def _open_client(self, on_message: MessageHandlerFnT) -> AbstractAsyncContextManager[mcp.Client]:
+        return mcp.Client(self._transport(), mode="legacy", message_handler=on_message, cache=None)
+
+    @asynccontextmanager
+    async def _transport(self) -> AsyncIterator[Any]:
+        timeout = httpx2.Timeout(self.timeout, read=max(self.timeout, _SSE_READ_TIMEOUT))
+        async with (
+            httpx2.AsyncClient(headers=self.headers, timeout=timeout) as http,
+            streamable_http_client(self.url, http_client=http) as streams,
+        ):
+            yield streams
+
+    def _start_hint(self, error: BaseException) -> str:
+        if isinstance(error, httpx2.ConnectError):
+            return f"; is the server running and listening at {self.url!r}?"
+        return ""
+
+
+def _arguments(arguments: str, tool_name: str) -> dict[str, Any]:
+    try:
+        value = json.loads(arguments) if arguments.strip() else {}
+    except json.JSONDecodeError as exc:
+        raise InvalidToolArgumentsError(
+            f"the arguments of tool {tool_name!r} are not valid JSON: {exc}"
+        ) from exc
+    if not isinstance(value, dict):
+        raise InvalidToolArgumentsError(
+            f"the arguments of tool {tool_name!r} must be a JSON object, got {arguments!r}"
+        )
+    return value
+
+
+def _result_text(result: mcp_types.CallToolResult) -> str:
+    """The text blocks of a result, joined by newlines; the structured content as JSON when there is
+    no text."""
+    texts = [block.text for block in result.content if isinstance(block, mcp_types.TextContent)]
+    if texts:
+        return "\n".join(texts)
+    if result.structured_content is not None:
+        return json.dumps(result.structured_content, ensure_ascii=False)
+    return ""
+
+
+def _leaf(exc: BaseException) -> BaseException:
+    """The first real error inside (possibly nested) exception groups from the SDK's task groups."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def _message(exc: BaseException) -> str:
+    if isinstance(exc, MCPError):
+        return exc.message
+    return str(exc) or type(exc).__name__
