@@ -16,12 +16,13 @@ Connections are kept alive between requests unless a step closes them, as real s
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import socket
 import struct
 import threading
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,10 +37,12 @@ __all__ = [
     "anthropic_text_events",
     "anthropic_tool_events",
     "chunk_frames",
+    "closed_port",
     "json_reply",
     "openai_completion",
     "openai_text_events",
     "openai_tool_events",
+    "running_server",
     "sse_frames",
     "sse_reply",
 ]
@@ -174,7 +177,7 @@ class FaultServer:
         try:
             while await self._answer_one(reader, writer):
                 pass
-        except (ConnectionError, asyncio.IncompleteReadError):
+        except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
             pass
         finally:
             self._writers.discard(writer)
@@ -331,7 +334,11 @@ def openai_text_events(*deltas: str, finish_reason: str | None = "stop") -> list
 
 
 def openai_tool_events(
-    name: str, argument_pieces: Sequence[str], *, call_id: str = "call_1", finish_reason: str | None = "tool_calls"
+    name: str,
+    argument_pieces: Sequence[str],
+    *,
+    call_id: str = "call_1",
+    finish_reason: str | None = "tool_calls",
 ) -> list[dict[str, Any]]:
     """Stream chunks of one tool call whose arguments come in ``argument_pieces``."""
     first = {"index": 0, "id": call_id, "type": "function", "function": {"name": name, "arguments": ""}}
@@ -364,7 +371,8 @@ def anthropic_text_events(*deltas: str, stop: bool = True) -> list[dict[str, Any
         {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
     ]
     events += [
-        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": d}} for d in deltas
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": d}}
+        for d in deltas
     ]
     if stop:
         events += [
@@ -375,7 +383,9 @@ def anthropic_text_events(*deltas: str, stop: bool = True) -> list[dict[str, Any
     return events
 
 
-def anthropic_tool_events(name: str, argument_pieces: Sequence[str], *, stop: bool = True) -> list[dict[str, Any]]:
+def anthropic_tool_events(
+    name: str, argument_pieces: Sequence[str], *, stop: bool = True
+) -> list[dict[str, Any]]:
     """Messages-API stream events for one tool_use block whose input JSON comes in pieces."""
     events = anthropic_text_events(stop=False)[:1]
     events.append(
@@ -396,3 +406,20 @@ def anthropic_tool_events(name: str, argument_pieces: Sequence[str], *, stop: bo
             {"type": "message_stop"},
         ]
     return events
+
+
+@contextlib.contextmanager
+def running_server() -> Iterator[FaultServer]:
+    """A started FaultServer, closed on exit."""
+    server = FaultServer().start()
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on (connections to it are refused)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
