@@ -14,10 +14,11 @@ and the loop is weakly referenced, so a finished loop frees its client.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import threading
 import weakref
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -30,13 +31,14 @@ C = TypeVar("C")
 class _Entry(Generic[C]):
     client: C
     pools: list[Any]
-    closer: AsyncIterator[None] | None = None
+    closer: AsyncGenerator[None, None] | None = None
 
 
 class LoopClients(Generic[C]):
     """The user's SDK client ``template`` made loop-local: ``await current()`` gives the client for
     the running loop. ``derive(template, http_client)`` builds a client like ``template`` over
-    another HTTP client (the SDK's ``copy``)."""
+    another HTTP client (the SDK's ``copy``). When this object is garbage collected, the clients
+    it made on loops still running are closed on them."""
 
     def __init__(self, template: C, derive: Callable[[C, Any], C]) -> None:
         self.template = template
@@ -45,6 +47,7 @@ class LoopClients(Generic[C]):
         self._by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Entry[C]] = (
             weakref.WeakKeyDictionary()
         )
+        weakref.finalize(self, _close_on_running_loops, self._by_loop, self._lock)
 
     async def current(self) -> C:
         """The client for the running event loop (made on the loop's first request)."""
@@ -58,8 +61,9 @@ class LoopClients(Generic[C]):
                 entry = _Entry(self._derive(self.template, http_client), pools)
                 self._by_loop[loop] = entry
         if entry.closer is None:
-            entry.closer = _close_at_loop_end(entry.pools)
-            await anext(entry.closer)  # the loop now knows it: closed when the loop shuts down
+            closer = _close_at_loop_end(self._by_loop, self._lock, loop, entry)
+            entry.closer = closer
+            await anext(closer)  # the loop now knows it: closed when the loop shuts down
         return entry.client
 
     @property
@@ -69,12 +73,41 @@ class LoopClients(Generic[C]):
             return len(self._by_loop)
 
 
-async def _close_at_loop_end(pools: list[Any]) -> AsyncIterator[None]:
+_ByLoop = weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Entry[Any]]
+
+
+async def _close_at_loop_end(
+    by_loop: _ByLoop, lock: threading.Lock, loop: asyncio.AbstractEventLoop, entry: _Entry[Any]
+) -> AsyncGenerator[None, None]:
+    """Suspended until the loop shuts down its async generators (or ``aclose()``): then closes the
+    entry's connections on their own loop. Refers to no LoopClients, so a dropped model is freed."""
     try:
         yield
     finally:
-        for pool in pools:
+        with lock:
+            if by_loop.get(loop) is entry:
+                del by_loop[loop]
+        # A finished generator still refers to its loop: let go of it so the loop can be freed.
+        entry.closer = None
+        for pool in entry.pools:
             await pool.aclose()
+
+
+def _close_on_running_loops(by_loop: _ByLoop, lock: threading.Lock) -> None:
+    """The model was dropped: close its clients on the loops that still run (the sync bridge's
+    loop never stops), each on its own loop."""
+    with lock:
+        entries = list(by_loop.items())
+    for loop, entry in entries:
+        closer = entry.closer
+        if closer is None or loop.is_closed() or not loop.is_running():
+            continue
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+            asyncio.run_coroutine_threadsafe(_aclose(closer), loop)
+
+
+async def _aclose(closer: AsyncGenerator[None, None]) -> None:
+    await closer.aclose()
 
 
 def _fresh_pools(http_client: Any) -> tuple[Any, list[Any]]:
