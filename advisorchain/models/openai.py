@@ -5,7 +5,8 @@
 >>> local = OpenAIChatModel("llama3.2", base_url="http://localhost:11434/v1")   # Ollama
 
 The adapter maps messages and options to the wire format and back; it never executes tools.
-Retries with backoff are the SDK's own (``max_retries``). Quirks of real servers are absorbed:
+Retries with backoff are the SDK's own (``max_retries``; or wrap the model in
+``advisorchain.models.RetryChatModel``). Quirks of real servers are absorbed:
 empty tool-call ids get a made-up id, ``content: ""`` and ``null`` both mean "no text",
 ``tool_calls: null``/``[]`` mean none, ``reasoning_content``/``reasoning`` go to the message
 metadata (never into the text), errors inside a 200 stream become ``ModelError``, and a missing
