@@ -18,7 +18,7 @@ import contextlib
 import copy
 import threading
 import weakref
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
