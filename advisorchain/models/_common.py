@@ -262,8 +262,7 @@ def incomplete_answer(provider: str, url: str | None, missing: str) -> ModelErro
     cut short): it is never passed off as a short answer."""
     where = f" from {url}" if url else ""
     return ModelError(
-        f"{provider} answer{where} ended before it was complete ({missing}); "
-        "the partial answer was discarded — try again",
+        f"{provider} answer{where} is incomplete: {missing}; nothing of it was kept — try again",
         error_type="incomplete_answer",
         provider=provider,
     )

@@ -138,7 +138,9 @@ async def test_a_codepoint_split_across_chunks_arrives_whole(server: FaultServer
 async def test_a_stream_ending_without_finish_reason_or_done_is_a_model_error(server: FaultServer) -> None:
     server.queue(sse_reply(openai_text_events("The answer is f", finish_reason=None), done=False))
 
-    with pytest.raises(ModelError, match="ended before it was complete") as caught:
+    with pytest.raises(
+        ModelError, match=r"is incomplete: the stream ended with no finish_reason and no \[DONE\]"
+    ) as caught:
         await _stream(_model(server))
 
     assert caught.value.error_type == "incomplete_answer"
