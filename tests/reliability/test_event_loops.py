@@ -216,3 +216,21 @@ def test_concurrent_loops_in_threads_each_get_their_own_client() -> None:
         thread.join(10)
 
     assert len({id(c) for c in made}) == 4
+
+
+async def test_a_derived_client_keeps_timeouts_retries_and_headers() -> None:
+    template = openai.AsyncOpenAI(
+        api_key="k",
+        base_url="http://127.0.0.1:9/v1",
+        timeout=12.5,
+        max_retries=4,
+        default_headers={"x-app": "a"},
+        default_query={"api-version": "1"},
+    )
+    clients = LoopClients(template, lambda c, h: c.copy(http_client=h))
+
+    derived = await clients.current()
+
+    assert (derived.timeout, derived.max_retries, derived.base_url) == (12.5, 4, template.base_url)
+    assert derived.default_headers["x-app"] == "a"
+    assert derived.default_query == template.default_query
