@@ -46,7 +46,8 @@ class ModelError(AdvisorChainError):
     """A chat model (provider) failed.
 
     ``status_code`` is the HTTP status when the failure was an HTTP error, ``error_type`` the
-    provider's own error type (``"invalid_request_error"``, ``"not_found_error"``...) when it gave one.
+    provider's own error type (``"invalid_request_error"``, ``"not_found_error"``...) when it gave one,
+    ``retry_after`` the seconds the provider asked to wait before trying again (``Retry-After``).
     """
 
     def __init__(
@@ -57,9 +58,11 @@ class ModelError(AdvisorChainError):
         error_type: str | None = None,
         provider: str | None = None,
         body: Any = None,
+        retry_after: float | None = None,
     ) -> None:
         super().__init__(message)
         self.message = message
+        self.retry_after = retry_after
         self.status_code = status_code
         self.error_type = error_type
         self.provider = provider

@@ -8,19 +8,31 @@
 
 Both models stream too: the text is split into word chunks, tool calls come whole in the last
 chunk, which also carries the finish reason and usage.
+
+``forbid_model_requests()`` (a context manager) and the pytest fixture ``no_model_requests``
+make every provider adapter refuse requests that would leave this machine, so a test that forgot
+its test model cannot reach (and pay) a real provider; loopback servers and replay clients stay
+allowed::
+
+    from advisorchain.testing import no_model_requests  # in conftest.py: every test may use it
 """
 
 from __future__ import annotations
 
+import contextlib
 import inspect
+import ipaddress
 import re
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
-from typing import TypeAlias
+import socket
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
+from typing import Any, TypeAlias
 
 from ._streams import closing
 from .errors import AdvisorChainError
 from .messages import AssistantMessage
 from .model import ChatResponse, ChatResponseMetadata, Generation, Prompt
+from .models._common import set_requests_forbidden
 from .replay import (
     Cassette,
     RecordedRequest,
@@ -37,7 +49,9 @@ __all__ = [
     "Reply",
     "ScriptedChatModel",
     "cassette_transport",
+    "forbid_model_requests",
     "load_cassette",
+    "no_model_requests",  # noqa: F822 -- built on first access (module __getattr__), pytest only then
     "replay_anthropic_client",
     "replay_openai_client",
     "stream_chunks",
@@ -149,3 +163,94 @@ class FunctionChatModel:
             return
         for chunk in stream_chunks(await self.call(prompt)):
             yield chunk
+
+
+# -- the request guard ---------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def forbid_model_requests(*, sockets: bool = False) -> Iterator[None]:
+    """While inside, every provider adapter refuses (with a ``ModelError``) a request that would
+    leave this machine; requests to loopback servers and through replay/mock transports still go.
+
+    ``sockets=True`` also refuses every socket connection outside loopback, from any code (a net
+    for libraries that bypass the adapters). Nestable; it applies to all threads.
+    """
+    set_requests_forbidden(True)
+    if sockets:
+        _guard_sockets(True)
+    try:
+        yield
+    finally:
+        if sockets:
+            _guard_sockets(False)
+        set_requests_forbidden(False)
+
+
+def __getattr__(name: str) -> Any:
+    # The pytest fixture is built on first use, so that importing this module never needs pytest.
+    if name == "no_model_requests":
+        fixture = _make_fixture()
+        globals()[name] = fixture
+        return fixture
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _make_fixture() -> Any:
+    import pytest
+
+    @pytest.fixture(name="no_model_requests")
+    def no_model_requests() -> Iterator[None]:
+        """Real provider requests are refused during the test (see ``forbid_model_requests``)."""
+        with forbid_model_requests():
+            yield
+
+    return no_model_requests
+
+
+_real_connect = socket.socket.connect
+_real_connect_ex = socket.socket.connect_ex
+_socket_lock = threading.Lock()
+_socket_depth = 0
+
+
+def _is_local(address: Any) -> bool:
+    if not isinstance(address, tuple):  # a Unix socket path
+        return True
+    host = address[0]
+    if host in ("localhost", ""):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _refuse(address: Any) -> ConnectionRefusedError:
+    return ConnectionRefusedError(
+        f"connection to {address!r} refused: network access is forbidden here "
+        "(advisorchain.testing.forbid_model_requests(sockets=True)); use a server on loopback"
+    )
+
+
+def _guarded_connect(self: socket.socket, address: Any) -> None:
+    if not _is_local(address):
+        raise _refuse(address)
+    _real_connect(self, address)
+
+
+def _guarded_connect_ex(self: socket.socket, address: Any) -> int:
+    if not _is_local(address):
+        raise _refuse(address)
+    return _real_connect_ex(self, address)
+
+
+def _guard_sockets(on: bool) -> None:
+    global _socket_depth
+    with _socket_lock:
+        _socket_depth = _socket_depth + 1 if on else max(0, _socket_depth - 1)
+        guarded = _socket_depth > 0
+        connect: Any = _guarded_connect if guarded else _real_connect
+        connect_ex: Any = _guarded_connect_ex if guarded else _real_connect_ex
+        socket.socket.connect = connect  # type: ignore[method-assign]
+        socket.socket.connect_ex = connect_ex  # type: ignore[method-assign]

@@ -32,7 +32,8 @@ _SECTIONS = {
     "SQLiteChatMemoryRepository PostgresChatMemoryRepository RedisChatMemoryRepository",
     "advisorchain.models.openai": "OpenAIChatModel OpenAIResponsesChatModel",
     "advisorchain.models.anthropic": "AnthropicChatModel",
-    "advisorchain.testing": "FunctionChatModel ScriptedChatModel",
+    "advisorchain.testing": "FunctionChatModel ScriptedChatModel forbid_model_requests no_model_requests",
+    "advisorchain.models": "FallbackChatModel RetryChatModel",
     "advisorchain.durable.temporal": "TemporalAgent DurableResult DurableToolError CHUNKS_SIGNAL CHUNKS_QUERY",
     "advisorchain.durable.dbos": "DBOSAgent DurableResult DurableToolError STREAM_KEY",
     "advisorchain.mcp": "McpServerStdio McpServerHttp serve",
@@ -93,3 +94,8 @@ def test_todo_tools_are_importable_from_the_advisors_section() -> None:
     from advisorchain.advisors import TodoItem, TodoTools
 
     assert TodoTools is advisorchain.TodoTools and TodoItem is advisorchain.TodoItem
+
+
+def test_model_wrappers_are_importable_only_from_models() -> None:
+    assert not {"FallbackChatModel", "RetryChatModel"} & set(advisorchain.__all__)
+    assert not hasattr(advisorchain, "RetryChatModel")

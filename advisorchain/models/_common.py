@@ -1,14 +1,22 @@
 """What the provider adapters share: request-parameter layering, tool definitions, finish reasons,
-lenient readers for provider JSON, and turning a provider's error body into a ModelError.
+lenient readers for provider JSON, turning a provider's error body or a broken connection into a
+ModelError, the "answer ended before it was complete" error, and the request guard of
+``advisorchain.testing.forbid_model_requests`` (every adapter calls ``check_request_allowed``).
 
 Nothing here imports a provider SDK, so every helper can be tested on plain data.
 """
 
 from __future__ import annotations
 
+import email.utils
+import ipaddress
+import math
+import threading
+import time
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
+from urllib.parse import urlsplit
 
 from ..errors import ModelError
 from ..model import ChatOptions, Prompt
@@ -20,7 +28,14 @@ __all__ = [
     "as_int",
     "as_list",
     "as_str",
+    "check_request_allowed",
+    "connection_error",
     "error_from_body",
+    "incomplete_answer",
+    "is_loopback_url",
+    "requests_forbidden",
+    "retry_after_seconds",
+    "set_requests_forbidden",
     "finish_reason_or_default",
     "layer_params",
     "new_tool_call_id",
@@ -121,6 +136,7 @@ def error_from_body(
     provider: str,
     status_code: int | None,
     fallback: str,
+    retry_after: float | None = None,
 ) -> ModelError:
     """A ModelError for a provider error: the provider's message and type when the body has them.
 
@@ -138,7 +154,12 @@ def error_from_body(
     if error_type:
         label += f" ({error_type})"
     return ModelError(
-        f"{label}: {message}", status_code=status_code, error_type=error_type, provider=provider, body=body
+        f"{label}: {message}",
+        status_code=status_code,
+        error_type=error_type,
+        provider=provider,
+        body=body,
+        retry_after=retry_after,
     )
 
 
@@ -148,3 +169,176 @@ def _status_in_body(error: Mapping[str, Any]) -> int | None:
         if isinstance(value, int) and not isinstance(value, bool) and 100 <= value <= 599:
             return value
     return None
+
+
+# -- failures of the connection ----------------------------------------------------------------------
+
+
+def connection_error(
+    exc: BaseException, *, provider: str, url: str | None, mid_stream: bool = False
+) -> ModelError:
+    """A ModelError saying what happened to the connection — timed out (connecting, or waiting
+    for the answer), refused, reset, closed early — and the URL tried. ``exc`` is the HTTP
+    library's transport error (httpx / httpx2), or an SDK error caused by one."""
+    chain = _exception_chain(exc)
+    names = {cls.__name__ for error in chain for cls in type(error).__mro__}
+    where = (" mid-stream" if mid_stream else "") + (f" ({url})" if url else "")
+    if "TimeoutException" in names or "APITimeoutError" in names:
+        return ModelError(
+            f"{provider} request timed out{where}: {_timeout_detail(names, chain)}; "
+            "raise the client's timeout or retry (advisorchain.models.RetryChatModel)",
+            error_type="timeout",
+            provider=provider,
+        )
+    return ModelError(
+        f"{provider} connection failed{where}: {_connection_detail(names, chain)}",
+        error_type="connection_error",
+        provider=provider,
+    )
+
+
+def _exception_chain(exc: BaseException) -> list[BaseException]:
+    chain: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and current not in chain:
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    return chain
+
+
+def _timeout_detail(names: set[str], chain: list[BaseException]) -> str:
+    seconds = _read_timeout(chain)
+    after = f" after {seconds:g} s" if seconds is not None else ""
+    if "ConnectTimeout" in names:
+        return f"no connection{after}"
+    if "WriteTimeout" in names:
+        return f"the request could not be sent{after}"
+    if "PoolTimeout" in names:
+        return f"no free connection in the client's pool{after}"
+    return f"the server sent nothing more{after} (read timeout; the answer stalled)"
+
+
+def _read_timeout(chain: list[BaseException]) -> float | None:
+    for error in chain:
+        try:
+            request = getattr(error, "request", None)
+        except RuntimeError:  # httpx: .request of an error raised without one
+            continue
+        timeouts = as_dict(getattr(request, "extensions", {}).get("timeout"))
+        value = timeouts.get("read")
+        if isinstance(value, int | float):
+            return float(value)
+    return None
+
+
+def _connection_detail(names: set[str], chain: list[BaseException]) -> str:
+    if "ConnectionRefusedError" in names:
+        return "connection refused (is the server running, and is the URL right?)"
+    if "gaierror" in names:
+        return "the host name could not be resolved"
+    if "ConnectionResetError" in names or "BrokenPipeError" in names:
+        return "connection reset by the server"
+    detail = next((str(e) for e in chain if str(e) and not str(e).startswith("Connection error")), "")
+    if "RemoteProtocolError" in names:
+        return f"the server closed the connection early ({detail or 'no reason given'})"
+    if "ConnectError" in names:
+        return f"could not connect ({detail or 'no reason given'})"
+    return detail or type(chain[-1]).__name__
+
+
+def incomplete_answer(provider: str, url: str | None, missing: str) -> ModelError:
+    """The ModelError for an answer that ended before the provider said it was complete (a stream
+    cut short): it is never passed off as a short answer."""
+    where = f" from {url}" if url else ""
+    return ModelError(
+        f"{provider} answer{where} is incomplete: {missing}; nothing of it was kept — try again",
+        error_type="incomplete_answer",
+        provider=provider,
+    )
+
+
+def retry_after_seconds(headers: Mapping[str, str] | None, now: float | None = None) -> float | None:
+    """The wait a response asks for: ``retry-after-ms``, else ``retry-after`` in seconds or as an
+    HTTP date; None when it asks for none (or gives nonsense)."""
+    if not headers:
+        return None
+    lower = {k.lower(): v for k, v in headers.items()}
+    for key, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        raw = lower.get(key)
+        if raw is None:
+            continue
+        seconds: float | None
+        try:
+            seconds = float(raw) * scale
+        except ValueError:
+            seconds = _seconds_until(raw, now)
+        if seconds is not None and math.isfinite(seconds) and seconds >= 0:
+            return seconds
+    return None
+
+
+def _seconds_until(http_date: str, now: float | None) -> float | None:
+    try:
+        when = email.utils.parsedate_to_datetime(http_date)
+    except (TypeError, ValueError, IndexError):
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+# -- the request guard of advisorchain.testing ----------------------------------------------------------
+
+_guard_lock = threading.Lock()
+_guard_depth = 0
+
+
+def set_requests_forbidden(forbidden: bool) -> None:
+    """Turn the request guard on (nestable) or off again; used by ``advisorchain.testing``."""
+    global _guard_depth
+    with _guard_lock:
+        _guard_depth = _guard_depth + 1 if forbidden else max(0, _guard_depth - 1)
+
+
+def requests_forbidden() -> bool:
+    """True while ``advisorchain.testing.forbid_model_requests`` is in force."""
+    return _guard_depth > 0
+
+
+def is_loopback_url(url: str) -> bool:
+    """True for a URL on this machine (``localhost``, 127.0.0.0/8, ``::1``)."""
+    host = urlsplit(url).hostname or ""
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_request_allowed(provider: str, client: object) -> None:
+    """Called by every provider adapter with its SDK client right before each request: while
+    ``advisorchain.testing.forbid_model_requests`` is in force, a request that would leave this
+    machine is refused with a ModelError. Loopback servers and clients whose transport sends
+    nothing over the network (replay / mock transports) stay allowed."""
+    if not requests_forbidden():
+        return
+    base_url = str(getattr(client, "base_url", "") or "")
+    if is_loopback_url(base_url) or not _sends_over_network(getattr(client, "_client", None)):
+        return
+    raise ModelError(
+        f"{provider} request to {base_url!r} refused: real model requests are forbidden here "
+        "(advisorchain.testing.forbid_model_requests); use a model from advisorchain.testing, a replay "
+        "client (advisorchain.replay), or a server on loopback",
+        error_type="requests_forbidden",
+        provider=provider,
+    )
+
+
+def _sends_over_network(http_client: object) -> bool:
+    if http_client is None:
+        return True
+    transports = [getattr(http_client, "_transport", None)]
+    mounts = getattr(http_client, "_mounts", None)
+    if isinstance(mounts, Mapping):
+        transports.extend(mounts.values())
+    # A connection-pooling transport (httpx's HTTP transport) opens sockets; mock transports do not.
+    return any(hasattr(t, "_pool") for t in transports if t is not None)

@@ -13,7 +13,8 @@ request, as the API requires for thinking in a tool loop. The joined thinking te
 Stop reasons map to the common finish reasons — ``end_turn``/``stop_sequence`` → ``"stop"``,
 ``tool_use`` → ``"tool_calls"``, ``max_tokens``/``model_context_window_exceeded`` → ``"length"``,
 ``refusal`` → ``"content_filter"``; any other one passes through as is — and the raw one is kept
-in ``metadata["stop_reason"]``.
+in ``metadata["stop_reason"]``. A stream that ends with neither a stop reason nor ``message_stop``
+is a ``ModelError`` (the answer was cut short), never a short answer.
 """
 
 from __future__ import annotations
@@ -49,13 +50,18 @@ from ._common import (
     as_int,
     as_list,
     as_str,
+    check_request_allowed,
+    connection_error,
     error_from_body,
     finish_reason_or_default,
+    incomplete_answer,
     layer_params,
     option_params,
+    retry_after_seconds,
     split_sdk_options,
     tool_definitions,
 )
+from ._loops import LoopClients
 
 __all__ = ["AnthropicChatModel", "parse_message", "to_anthropic_messages"]
 
@@ -130,6 +136,7 @@ class AnthropicChatModel:
         self.max_tokens = max_tokens
         self.defaults: dict[str, Any] = dict(defaults)
         self.client = client if client is not None else _build_client(base_url, api_key, max_retries)
+        self._clients = LoopClients(self.client, _derive_client)
 
     def __repr__(self) -> str:
         return f"AnthropicChatModel({self.model_name!r})"
@@ -137,10 +144,12 @@ class AnthropicChatModel:
     async def call(self, prompt: Prompt) -> ChatResponse:
         """One Messages request; the whole answer as a ChatResponse."""
         args = self._create_args(prompt, stream=False)
+        client = await self._clients.current()
+        check_request_allowed(self.provider, client)
         try:
-            message = await self.client.messages.create(**args)
+            message = await client.messages.create(**args)
         except anthropic.AnthropicError as exc:
-            raise _model_error(exc) from exc
+            raise _model_error(exc, _endpoint(client)) from exc
         return parse_message(message.to_dict(mode="json", warnings=False))
 
     async def stream(self, prompt: Prompt) -> AsyncIterator[ChatResponse]:
@@ -148,10 +157,13 @@ class AnthropicChatModel:
         calls, the finish reason, usage and the blocks to replay. Closing the iterator closes the
         response."""
         args = self._create_args(prompt, stream=True)
+        client = await self._clients.current()
+        check_request_allowed(self.provider, client)
+        url = _endpoint(client)
         try:
-            sdk_stream = await self.client.messages.create(**args)
+            sdk_stream = await client.messages.create(**args)
         except anthropic.AnthropicError as exc:
-            raise _model_error(exc) from exc
+            raise _model_error(exc, url) from exc
         assembler = StreamAssembler()
         try:
             async for event in sdk_stream:
@@ -160,9 +172,16 @@ class AnthropicChatModel:
                     yield assembler.text_chunk(text)
         except (anthropic.AnthropicError, httpx2.TransportError) as exc:
             # This SDK leaves a connection lost mid-stream as the transport's own error.
-            raise _model_error(exc) from exc
+            raise _model_error(exc, url, mid_stream=True) from exc
+        except json.JSONDecodeError as exc:
+            raise ModelError(
+                f"anthropic: a stream event is not JSON ({url}): {exc}",
+                error_type="invalid_response",
+                provider="anthropic",
+            ) from exc
         finally:
             await sdk_stream.close()
+        assembler.check_complete(url)
         yield assembler.final()
 
     def request_body(self, prompt: Prompt, *, stream: bool = False) -> dict[str, Any]:
@@ -228,26 +247,32 @@ def _build_client(
     return anthropic.AsyncAnthropic(**kwargs)
 
 
-def _model_error(exc: anthropic.AnthropicError | httpx2.TransportError) -> ModelError:
-    if isinstance(exc, anthropic.APITimeoutError | httpx2.TimeoutException):
-        return ModelError("anthropic request timed out", error_type="timeout", provider="anthropic")
-    if isinstance(exc, httpx2.TransportError):
-        return ModelError(
-            f"anthropic connection failed: {exc}", error_type="connection_error", provider="anthropic"
-        )
-    if isinstance(exc, anthropic.APIConnectionError):
-        return ModelError(
-            f"anthropic could not be reached: {exc.message}",
-            error_type="connection_error",
-            provider="anthropic",
-        )
+def _endpoint(client: anthropic.AsyncAnthropic) -> str:
+    return str(client.base_url).rstrip("/") + "/v1/messages"
+
+
+def _derive_client(template: anthropic.AsyncAnthropic, http_client: Any) -> anthropic.AsyncAnthropic:
+    """A client configured as ``template`` over another HTTP client (see ``_loops``)."""
+    return template.copy(http_client=http_client)
+
+
+def _model_error(
+    exc: anthropic.AnthropicError | httpx2.TransportError, url: str | None = None, *, mid_stream: bool = False
+) -> ModelError:
+    if isinstance(exc, anthropic.APIConnectionError | httpx2.TransportError):  # timeouts included
+        return connection_error(exc, provider="anthropic", url=url, mid_stream=mid_stream)
     if isinstance(exc, anthropic.APIError):
         status: int | None = exc.status_code if isinstance(exc, anthropic.APIStatusError) else None
+        retry_after = None
+        if isinstance(exc, anthropic.APIStatusError):
+            retry_after = retry_after_seconds(exc.response.headers)
         if status is not None and status < 400:
             # An `event: error` inside a 200 stream: the status the error type stands for.
             error_type = as_str(as_dict(as_dict(exc.body).get("error")).get("type"))
             status = _STATUS_BY_ERROR_TYPE.get(error_type or "")
-        return error_from_body(exc.body, provider="anthropic", status_code=status, fallback=exc.message)
+        return error_from_body(
+            exc.body, provider="anthropic", status_code=status, fallback=exc.message, retry_after=retry_after
+        )
     return ModelError(f"anthropic client failed: {exc}", provider="anthropic")
 
 
@@ -411,6 +436,8 @@ class StreamAssembler:
     usage: dict[str, Any] = field(default_factory=dict)
     blocks: dict[int, dict[str, Any]] = field(default_factory=dict)
     partial_json: dict[int, list[str]] = field(default_factory=dict)
+    stopped: bool = False
+    """True once ``message_stop`` came."""
 
     def feed(self, event: Mapping[str, Any]) -> str | None:
         """Take in one event; returns its text delta (or None)."""
@@ -427,7 +454,18 @@ class StreamAssembler:
         elif kind == "message_delta":
             self.stop_reason = as_str(as_dict(event.get("delta")).get("stop_reason")) or self.stop_reason
             self._add_usage(event.get("usage"))
+        elif kind == "message_stop":
+            self.stopped = True
         return None
+
+    def check_complete(self, url: str | None = None) -> None:
+        """Raise a ModelError unless the stream said the answer was complete: a ``stop_reason`` or
+        ``message_stop``."""
+        if self.stop_reason is None and not self.stopped:
+            what = "tool input cut off" if self.partial_json else "the answer cut off"
+            raise incomplete_answer(
+                "anthropic", url, f"the stream ended with no stop_reason and no message_stop: {what}"
+            )
 
     def _add_usage(self, usage: object) -> None:
         self.usage.update({k: v for k, v in as_dict(usage).items() if v is not None})

@@ -5,11 +5,14 @@
 >>> local = OpenAIChatModel("llama3.2", base_url="http://localhost:11434/v1")   # Ollama
 
 The adapter maps messages and options to the wire format and back; it never executes tools.
-Retries with backoff are the SDK's own (``max_retries``). Quirks of real servers are absorbed:
+Retries with backoff are the SDK's own (``max_retries``; or wrap the model in
+``advisorchain.models.RetryChatModel``). Quirks of real servers are absorbed:
 empty tool-call ids get a made-up id, ``content: ""`` and ``null`` both mean "no text",
 ``tool_calls: null``/``[]`` mean none, ``reasoning_content``/``reasoning`` go to the message
 metadata (never into the text), errors inside a 200 stream become ``ModelError``, and a missing
-finish reason is reported as ``"stop"`` (``"tool_calls"`` when the model called tools).
+finish reason is reported as ``"stop"`` (``"tool_calls"`` when the model called tools) — but only
+for an answer the server marked complete: a stream that ends with neither a ``finish_reason`` nor
+``[DONE]``, or an answer without choices, is a ``ModelError``, never a short answer.
 """
 
 from __future__ import annotations
@@ -44,14 +47,19 @@ from ._common import (
     as_int,
     as_list,
     as_str,
+    check_request_allowed,
+    connection_error,
     error_from_body,
     finish_reason_or_default,
+    incomplete_answer,
     layer_params,
     new_tool_call_id,
     option_params,
+    retry_after_seconds,
     split_sdk_options,
     tool_definitions,
 )
+from ._loops import LoopClients
 
 __all__ = ["OpenAIChatModel", "OpenAIResponsesChatModel", "parse_completion", "to_openai_messages"]
 
@@ -99,24 +107,32 @@ class OpenAIChatModel:
         self.replay_reasoning = replay_reasoning
         self.defaults: dict[str, Any] = dict(defaults)
         self.client = client if client is not None else _build_client(base_url, api_key, max_retries)
+        self._clients = LoopClients(self.client, _derive_client)
 
     def __repr__(self) -> str:
         return f"OpenAIChatModel({self.model_name!r}, provider={self.provider!r})"
 
     async def call(self, prompt: Prompt) -> ChatResponse:
         """One Chat Completions request; the whole answer as a ChatResponse."""
-        create = self.client.chat.completions.with_raw_response.create
+        client = await self._clients.current()
+        check_request_allowed(self.provider, client)
+        url = _endpoint(client)
+        create = client.chat.completions.with_raw_response.create
         try:
             raw = await create(**self._raw_args(prompt, stream=False))
         except openai.OpenAIError as exc:
-            raise _model_error(exc, self.provider) from exc
+            raise _model_error(exc, self.provider, url) from exc
         try:
             body = raw.http_response.json()
         except ValueError as exc:
             raise ModelError(
-                f"{self.provider} answered with a body that is not JSON: {exc}", provider=self.provider
+                f"{self.provider} answered with a body that is not JSON ({url}): {exc}",
+                provider=self.provider,
             ) from exc
-        return parse_completion(self._checked(body, "the response body"))
+        data = self._checked(body, "the response body")
+        if not as_list(data.get("choices")):
+            raise incomplete_answer(self.provider, url, "the response has no choices")
+        return parse_completion(data)
 
     def _checked(self, data: object, what: str) -> dict[str, Any]:
         """``data`` when it is a JSON object without an ``error``; otherwise a ModelError."""
@@ -139,21 +155,25 @@ class OpenAIChatModel:
         """A streamed request: text deltas as they come, then one last chunk with the whole tool
         calls, the finish reason, usage and reasoning. Closing the iterator closes the response."""
         assembler = StreamAssembler()
-        create = self.client.chat.completions.with_streaming_response.create
+        client = await self._clients.current()
+        check_request_allowed(self.provider, client)
+        url = _endpoint(client)
+        create = client.chat.completions.with_streaming_response.create
         try:
             async with create(**self._raw_args(prompt, stream=True)) as response:
-                async for data in _sse_data(response.iter_lines()):
-                    text = assembler.feed(self._checked(data, "a stream event"))
+                async for event, data in _sse_events(response.iter_lines(), self.provider, url):
+                    if event == "error":
+                        raise _stream_error(data, self.provider)
+                    text = assembler.feed(data if data is _DONE else self._checked(data, "a stream event"))
                     if text:
                         yield assembler.text_chunk(text)
+                    if assembler.done:
+                        break
         except openai.OpenAIError as exc:
-            raise _model_error(exc, self.provider) from exc
-        except httpx2.TransportError as exc:  # the connection broke mid-stream
-            raise ModelError(
-                f"{self.provider} connection failed mid-stream: {exc}",
-                error_type="connection_error",
-                provider=self.provider,
-            ) from exc
+            raise _model_error(exc, self.provider, url) from exc
+        except httpx2.TransportError as exc:  # the connection broke (or stalled) mid-stream
+            raise connection_error(exc, provider=self.provider, url=url, mid_stream=True) from exc
+        assembler.check_complete(self.provider, url)
         yield assembler.final()
 
     def request_body(self, prompt: Prompt, *, stream: bool = False) -> dict[str, Any]:
@@ -205,19 +225,51 @@ class OpenAIChatModel:
         return args
 
 
-async def _sse_data(lines: AsyncIterator[str]) -> AsyncIterator[object]:
-    """The JSON payloads of a server-sent event stream's ``data:`` lines, up to ``[DONE]``."""
+_DONE: object = object()
+
+
+async def _sse_events(
+    lines: AsyncIterator[str], provider: str, url: str
+) -> AsyncIterator[tuple[str, object]]:
+    """(event name, JSON payload) for each ``data:`` line of a server-sent event stream; the name is
+    that of the ``event:`` line before it (``"message"`` when none). ``[DONE]`` comes as ``_DONE``."""
+    event = "message"
     async for line in lines:
-        if not line.startswith("data:"):
-            continue
-        payload = line[5:].strip()
-        if payload == "[DONE]":
-            return
-        if payload:
-            try:
-                yield json.loads(payload)
-            except ValueError as exc:
-                raise ModelError(f"a stream event is not JSON ({exc}): {payload[:200]!r}") from exc
+        if not line:
+            event = "message"
+        elif line.startswith("event:"):
+            event = line[6:].strip()
+        elif line.startswith("data:"):
+            payload = line[5:].strip()
+            if payload == "[DONE]":
+                yield event, _DONE
+            elif payload:
+                try:
+                    data = json.loads(payload)
+                except ValueError as exc:
+                    raise ModelError(
+                        f"{provider}: a stream event is not JSON ({url}): {exc}: {payload[:200]!r}",
+                        error_type="invalid_response",
+                        provider=provider,
+                    ) from exc
+                yield event, data
+
+
+def _stream_error(data: object, provider: str) -> ModelError:
+    """The ModelError for an ``event: error`` frame of a stream (its ``error`` object when it has one)."""
+    error = as_dict(data).get("error")
+    if isinstance(error, dict):
+        data = error
+    return error_from_body(data, provider=provider, status_code=None, fallback=f"error event: {data!r:.200}")
+
+
+def _endpoint(client: openai.AsyncOpenAI) -> str:
+    return str(client.base_url).rstrip("/") + "/chat/completions"
+
+
+def _derive_client(template: openai.AsyncOpenAI, http_client: Any) -> openai.AsyncOpenAI:
+    """A client configured as ``template`` over another HTTP client (see ``_loops``)."""
+    return template.copy(http_client=http_client)
 
 
 def _build_client(base_url: str | None, api_key: str | None, max_retries: int | None) -> openai.AsyncOpenAI:
@@ -239,18 +291,19 @@ def _build_client(base_url: str | None, api_key: str | None, max_retries: int | 
         ) from exc
 
 
-def _model_error(exc: openai.OpenAIError, provider: str) -> ModelError:
-    if isinstance(exc, openai.APITimeoutError):
-        return ModelError(f"{provider} request timed out", error_type="timeout", provider=provider)
-    if isinstance(exc, openai.APIConnectionError):
-        return ModelError(
-            f"{provider} could not be reached: {exc.message}",
-            error_type="connection_error",
+def _model_error(exc: openai.OpenAIError, provider: str, url: str | None = None) -> ModelError:
+    if isinstance(exc, openai.APIConnectionError):  # timeouts included
+        return connection_error(exc, provider=provider, url=url)
+    if isinstance(exc, openai.APIStatusError):
+        return error_from_body(
+            exc.body,
             provider=provider,
+            status_code=exc.status_code,
+            fallback=exc.message,
+            retry_after=retry_after_seconds(exc.response.headers),
         )
     if isinstance(exc, openai.APIError):
-        status = exc.status_code if isinstance(exc, openai.APIStatusError) else None
-        return error_from_body(exc.body, provider=provider, status_code=status, fallback=exc.message)
+        return error_from_body(exc.body, provider=provider, status_code=None, fallback=exc.message)
     return ModelError(f"{provider} client failed: {exc}", provider=provider)
 
 
@@ -407,15 +460,23 @@ class StreamAssembler:
     reasoning: list[str] = field(default_factory=list)
     reasoning_field: str | None = None
     calls: dict[int, _PartialCall] = field(default_factory=dict)
+    done: bool = False
+    """True once ``[DONE]`` came (the server's end-of-stream marker)."""
+    choices_seen: bool = False
 
-    def feed(self, chunk: Mapping[str, Any]) -> str | None:
-        """Take in one chunk; returns its text delta (or None)."""
+    def feed(self, chunk: object) -> str | None:
+        """Take in one chunk (or the ``[DONE]`` marker); returns its text delta (or None)."""
+        if chunk is _DONE:
+            self.done = True
+            return None
+        if not isinstance(chunk, Mapping):
+            return None
         self.id = self.id or as_str(chunk.get("id")) or None
         self.model = self.model or as_str(chunk.get("model")) or None
         self.usage = parse_usage(chunk.get("usage")) or self.usage
-        choice = next(
-            (as_dict(c) for c in as_list(chunk.get("choices")) if as_dict(c).get("index", 0) == 0), {}
-        )
+        choices = as_list(chunk.get("choices"))
+        self.choices_seen = self.choices_seen or bool(choices)
+        choice = next((as_dict(c) for c in choices if as_dict(c).get("index", 0) == 0), {})
         self.finish_reason = as_str(choice.get("finish_reason")) or self.finish_reason
         delta = as_dict(choice.get("delta"))
         self._add_reasoning(delta)
@@ -440,6 +501,17 @@ class StreamAssembler:
 
     def _metadata(self, finish: str | None) -> ChatResponseMetadata:
         return ChatResponseMetadata(id=self.id, model=self.model, usage=self.usage, finish_reason=finish)
+
+    def check_complete(self, provider: str, url: str | None = None) -> None:
+        """Raise a ModelError unless the server marked the answer complete: a chunk with a
+        ``finish_reason`` or the ``[DONE]`` marker (some servers send only one), and some choice."""
+        if not self.done and self.finish_reason is None:
+            what = "tool-call arguments cut off" if self.calls else "the answer cut off"
+            raise incomplete_answer(
+                provider, url, f"the stream ended with no finish_reason and no [DONE]: {what}"
+            )
+        if not self.choices_seen:
+            raise incomplete_answer(provider, url, "the stream had no choices")
 
     def text_chunk(self, text: str) -> ChatResponse:
         """A chunk carrying one text delta."""

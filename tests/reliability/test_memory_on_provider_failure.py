@@ -1,0 +1,169 @@
+"""Nothing of a failed provider answer is stored: a ChatClient with MessageChatMemoryAdvisor over
+InMemoryChatMemoryRepository, the real OpenAI adapter, and a server that fails in each way —
+after the failed turn the stored conversation is exactly what it was before."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+import pytest
+from fault_server import (
+    FaultServer,
+    Reset,
+    Stall,
+    json_reply,
+    openai_completion,
+    openai_text_events,
+    openai_tool_events,
+    running_server,
+    sse_reply,
+)
+
+from advisorchain import (
+    ChatClient,
+    InMemoryChatMemoryRepository,
+    MessageChatMemoryAdvisor,
+    MessageWindowChatMemory,
+    ModelError,
+    UserMessage,
+    tool,
+)
+from advisorchain.models.openai import OpenAIChatModel
+from advisorchain.testing import ScriptedChatModel
+
+
+def _memory_stores_the_question_before_the_answer() -> bool:
+    """True while MessageChatMemoryAdvisor stores the user message before the model answered (the
+    memory side of "nothing half-done is stored" is another change: API.md §6)."""
+    memory = MessageWindowChatMemory(InMemoryChatMemoryRepository())
+    client = ChatClient(
+        ScriptedChatModel([ModelError("down")]), default_advisors=[MessageChatMemoryAdvisor(memory)]
+    )
+    with contextlib.suppress(ModelError):
+        client.prompt("probe").call().content()
+    return bool(memory.get("default"))
+
+
+# The whole contract ("a failed call stores nothing") needs the memory advisor's side too; until it
+# is there these tests must fail (strict), and they run as plain tests once it is.
+contract = pytest.mark.xfail(
+    _memory_stores_the_question_before_the_answer(),
+    reason="MessageChatMemoryAdvisor still stores the question before the answer is complete",
+    strict=True,
+)
+
+FAILURES = {
+    "text cut short": sse_reply(openai_text_events("The answer is f", finish_reason=None), done=False),
+    "tool arguments cut short": sse_reply(
+        openai_tool_events("lookup", ['{"key": "a'], finish_reason=None), done=False
+    ),
+    "no choices": sse_reply([{"id": "x", "choices": []}]),
+    "reset mid-stream": [*sse_reply(openai_text_events("par"), finished=False)[:2], Reset()],
+    "stall mid-stream": [*sse_reply(openai_text_events("par"), finished=False)[:2], Stall()],
+    "server error": json_reply(500, {"error": {"message": "down"}}),
+}
+CALL_FAILURES = {
+    "no choices": json_reply(200, {"id": "x", "choices": []}),
+    "reset": [Reset()],
+    "stall": [Stall()],
+    "rate limited": json_reply(429, {"error": {"message": "slow down"}}),
+}
+
+
+@tool
+def lookup(key: str) -> str:
+    """Look a key up."""
+    return f"value of {key}"
+
+
+@pytest.fixture(scope="module")
+def _server() -> Iterator[FaultServer]:
+    with running_server() as server:
+        yield server
+
+
+@pytest.fixture
+def server(_server: FaultServer) -> FaultServer:
+    _server.reset()
+    return _server
+
+
+def _client(server: FaultServer) -> tuple[ChatClient, MessageWindowChatMemory]:
+    memory = MessageWindowChatMemory(InMemoryChatMemoryRepository())
+    model = OpenAIChatModel(
+        "fault-model", base_url=server.url + "/v1", api_key="k", max_retries=0, timeout=0.5
+    )
+    return ChatClient(model, default_advisors=[MessageChatMemoryAdvisor(memory)]), memory
+
+
+async def _first_turn(server: FaultServer, client: ChatClient) -> None:
+    server.queue(json_reply(200, openai_completion("Hello Ada.")))
+    assert await client.prompt("I'm Ada.").acall().content() == "Hello Ada."
+
+
+@pytest.mark.parametrize("failure", FAILURES.values(), ids=FAILURES.keys())
+async def test_no_part_of_a_failed_streamed_answer_is_stored(server: FaultServer, failure: list) -> None:  # type: ignore[type-arg]
+    client, memory = _client(server)
+    await _first_turn(server, client)
+    before = memory.get("default")
+    server.queue(failure)
+
+    with pytest.raises(ModelError):
+        async for _ in client.prompt("What is my name?").tools(lookup).astream().content():
+            pass
+
+    after = memory.get("default")
+    assert after[: len(before)] == before
+    assert after[len(before) :] in ([], [UserMessage("What is my name?")])
+
+
+@contract
+@pytest.mark.parametrize("failure", FAILURES.values(), ids=FAILURES.keys())
+async def test_a_failed_stream_leaves_the_stored_conversation_unchanged(
+    server: FaultServer, failure: list
+) -> None:  # type: ignore[type-arg]
+    client, memory = _client(server)
+    await _first_turn(server, client)
+    before = memory.get("default")
+    server.queue(failure)
+
+    with pytest.raises(ModelError):
+        async for _ in client.prompt("What is my name?").tools(lookup).astream().content():
+            pass
+
+    assert memory.get("default") == before
+
+
+@contract
+@pytest.mark.parametrize("failure", CALL_FAILURES.values(), ids=CALL_FAILURES.keys())
+async def test_a_failed_call_leaves_the_stored_conversation_unchanged(
+    server: FaultServer, failure: list
+) -> None:  # type: ignore[type-arg]
+    client, memory = _client(server)
+    await _first_turn(server, client)
+    before = memory.get("default")
+    server.queue(failure)
+
+    with pytest.raises(ModelError):
+        await client.prompt("What is my name?").acall().content()
+
+    assert memory.get("default") == before
+
+
+@contract
+async def test_the_conversation_continues_after_a_failed_turn(server: FaultServer) -> None:
+    client, _memory = _client(server)
+    await _first_turn(server, client)
+    server.queue(FAILURES["text cut short"])
+    with pytest.raises(ModelError):
+        await client.prompt("What is my name?").acall().content()
+    server.queue(json_reply(200, openai_completion("You are Ada.")))
+
+    assert await client.prompt("What is my name?").acall().content() == "You are Ada."
+    sent = server.requests[-1].body["messages"]
+    assert [(m["role"], m["content"]) for m in sent] == [
+        ("user", "I'm Ada."),
+        ("assistant", "Hello Ada."),
+        ("user", "What is my name?"),
+    ]
