@@ -18,7 +18,6 @@ for an answer the server marked complete: a stream that ends with neither a ``fi
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -55,16 +54,15 @@ from ._common import (
     layer_params,
     new_tool_call_id,
     option_params,
-    retry_after_seconds,
     split_sdk_options,
     tool_definitions,
 )
 from ._loops import LoopClients
+from ._openai_client import build_client, derive_client, model_error
 
 __all__ = ["OpenAIChatModel", "OpenAIResponsesChatModel", "parse_completion", "to_openai_messages"]
 
 _REASONING_FIELDS = ("reasoning_content", "reasoning")
-_LOCAL_SERVER_KEY = "unused"
 
 
 class OpenAIChatModel:
@@ -106,8 +104,12 @@ class OpenAIChatModel:
         self.provider = provider_name
         self.replay_reasoning = replay_reasoning
         self.defaults: dict[str, Any] = dict(defaults)
-        self.client = client if client is not None else _build_client(base_url, api_key, max_retries)
-        self._clients = LoopClients(self.client, _derive_client)
+        self.client = (
+            client
+            if client is not None
+            else build_client(base_url, api_key, max_retries, model_class=type(self).__name__)
+        )
+        self._clients = LoopClients(self.client, derive_client)
 
     def __repr__(self) -> str:
         return f"OpenAIChatModel({self.model_name!r}, provider={self.provider!r})"
@@ -121,7 +123,7 @@ class OpenAIChatModel:
         try:
             raw = await create(**self._raw_args(prompt, stream=False))
         except openai.OpenAIError as exc:
-            raise _model_error(exc, self.provider, url) from exc
+            raise model_error(exc, self.provider, url) from exc
         try:
             body = raw.http_response.json()
         except ValueError as exc:
@@ -170,7 +172,7 @@ class OpenAIChatModel:
                     if assembler.done:
                         break
         except openai.OpenAIError as exc:
-            raise _model_error(exc, self.provider, url) from exc
+            raise model_error(exc, self.provider, url) from exc
         except httpx2.TransportError as exc:  # the connection broke (or stalled) mid-stream
             raise connection_error(exc, provider=self.provider, url=url, mid_stream=True) from exc
         assembler.check_complete(self.provider, url)
@@ -265,46 +267,6 @@ def _stream_error(data: object, provider: str) -> ModelError:
 
 def _endpoint(client: openai.AsyncOpenAI) -> str:
     return str(client.base_url).rstrip("/") + "/chat/completions"
-
-
-def _derive_client(template: openai.AsyncOpenAI, http_client: Any) -> openai.AsyncOpenAI:
-    """A client configured as ``template`` over another HTTP client (see ``_loops``)."""
-    return template.copy(http_client=http_client)
-
-
-def _build_client(base_url: str | None, api_key: str | None, max_retries: int | None) -> openai.AsyncOpenAI:
-    key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
-    if key is None and base_url is not None:
-        key = _LOCAL_SERVER_KEY
-    kwargs: dict[str, Any] = {}
-    if base_url is not None:
-        kwargs["base_url"] = base_url
-    if max_retries is not None:
-        kwargs["max_retries"] = max_retries
-    try:
-        return openai.AsyncOpenAI(api_key=key, **kwargs)
-    except openai.OpenAIError as exc:
-        raise ModelError(
-            "OpenAIChatModel has no API key: set OPENAI_API_KEY in the environment, pass api_key=..., "
-            "or pass a ready openai.AsyncOpenAI as client=",
-            provider="openai",
-        ) from exc
-
-
-def _model_error(exc: openai.OpenAIError, provider: str, url: str | None = None) -> ModelError:
-    if isinstance(exc, openai.APIConnectionError):  # timeouts included
-        return connection_error(exc, provider=provider, url=url)
-    if isinstance(exc, openai.APIStatusError):
-        return error_from_body(
-            exc.body,
-            provider=provider,
-            status_code=exc.status_code,
-            fallback=exc.message,
-            retry_after=retry_after_seconds(exc.response.headers),
-        )
-    if isinstance(exc, openai.APIError):
-        return error_from_body(exc.body, provider=provider, status_code=None, fallback=exc.message)
-    return ModelError(f"{provider} client failed: {exc}", provider=provider)
 
 
 # -- request ---------------------------------------------------------------------------------------

@@ -51,6 +51,8 @@ from ._common import (
     as_int,
     as_list,
     as_str,
+    check_request_allowed,
+    connection_error,
     error_from_body,
     finish_reason_or_default,
     layer_params,
@@ -59,7 +61,9 @@ from ._common import (
     split_sdk_options,
     tool_definitions,
 )
+from ._loops import LoopClients
 from ._media import responses_parts
+from ._openai_client import build_client, derive_client, model_error
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -100,8 +104,6 @@ class OpenAIResponsesChatModel:
         provider_name: str = "openai",
         **defaults: Any,
     ) -> None:
-        from .openai import _build_client
-
         if not isinstance(model, str) or not model.strip():
             raise ValueError(f"OpenAIResponsesChatModel needs a model name, got {model!r}")
         if client is not None and (base_url is not None or api_key is not None or max_retries is not None):
@@ -112,7 +114,12 @@ class OpenAIResponsesChatModel:
         self.model_name = model
         self.provider = provider_name
         self.defaults: dict[str, Any] = dict(defaults)
-        self.client = client if client is not None else _build_client(base_url, api_key, max_retries)
+        self.client = (
+            client
+            if client is not None
+            else build_client(base_url, api_key, max_retries, model_class=type(self).__name__)
+        )
+        self._clients = LoopClients(self.client, derive_client)
 
     def __repr__(self) -> str:
         return f"OpenAIResponsesChatModel({self.model_name!r}, provider={self.provider!r})"
@@ -120,10 +127,12 @@ class OpenAIResponsesChatModel:
     async def call(self, prompt: Prompt) -> ChatResponse:
         """One Responses request; the whole answer as a ChatResponse."""
         args = self._create_args(prompt, stream=False)
+        client = await self._clients.current()
+        check_request_allowed(self.provider, client)
         try:
-            raw = await self.client.responses.with_raw_response.create(**args)
+            raw = await client.responses.with_raw_response.create(**args)
         except openai.OpenAIError as exc:
-            raise self._error(exc) from exc
+            raise model_error(exc, self.provider, _endpoint(client)) from exc
         try:
             body = raw.http_response.json()
         except ValueError as exc:
@@ -138,8 +147,11 @@ class OpenAIResponsesChatModel:
         the response."""
         args = self._create_args(prompt, stream=True)
         assembler = ResponsesStreamAssembler(self.provider)
+        client = await self._clients.current()
+        check_request_allowed(self.provider, client)
+        url = _endpoint(client)
         try:
-            async with self.client.responses.with_streaming_response.create(**args) as response:
+            async with client.responses.with_streaming_response.create(**args) as response:
                 async for data in _sse_payloads(response.iter_lines(), self.provider):
                     text = assembler.feed(_checked(data, "a stream event", self.provider))
                     if text:
@@ -147,13 +159,9 @@ class OpenAIResponsesChatModel:
                     if assembler.done:
                         break
         except openai.OpenAIError as exc:
-            raise self._error(exc) from exc
-        except httpx2.TransportError as exc:  # the connection broke mid-stream
-            raise ModelError(
-                f"{self.provider} connection failed mid-stream ({self._endpoint()}): {exc}",
-                error_type="connection_error",
-                provider=self.provider,
-            ) from exc
+            raise model_error(exc, self.provider, url) from exc
+        except httpx2.TransportError as exc:  # the connection broke (or stalled) mid-stream
+            raise connection_error(exc, provider=self.provider, url=url, mid_stream=True) from exc
         yield assembler.final()
 
     def request_body(self, prompt: Prompt, *, stream: bool = False) -> dict[str, Any]:
@@ -197,21 +205,9 @@ class OpenAIResponsesChatModel:
         body, sdk_options = split_sdk_options(self._params(prompt))
         return {"stream": stream, "extra_body": body, **sdk_options}
 
-    def _endpoint(self) -> str:
-        return str(self.client.base_url).rstrip("/") + "/responses"
 
-    def _error(self, exc: openai.OpenAIError) -> ModelError:
-        from .openai import _model_error
-
-        if isinstance(exc, openai.APIConnectionError) and not isinstance(exc, openai.APITimeoutError):
-            url = _request_url(exc) or self._endpoint()
-            return ModelError(
-                f"{self.provider} connection failed ({url}): could not connect to {url} ({exc.message}); "
-                "is the server running and is base_url right?",
-                error_type="connection_error",
-                provider=self.provider,
-            )
-        return _model_error(exc, self.provider)
+def _endpoint(client: openai.AsyncOpenAI) -> str:
+    return str(client.base_url).rstrip("/") + "/responses"
 
 
 async def _sse_payloads(lines: AsyncIterator[str], provider: str) -> AsyncIterator[object]:
@@ -231,13 +227,6 @@ async def _sse_payloads(lines: AsyncIterator[str], provider: str) -> AsyncIterat
                     error_type="invalid_response",
                     provider=provider,
                 ) from exc
-
-
-def _request_url(exc: openai.APIConnectionError) -> str | None:
-    try:
-        return str(exc.request.url)
-    except (AttributeError, RuntimeError):
-        return None
 
 
 def _checked(data: object, what: str, provider: str) -> dict[str, Any]:

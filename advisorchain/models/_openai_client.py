@@ -1,0 +1,67 @@
+"""The official OpenAI SDK client, as both OpenAI adapters (Chat Completions and Responses) use it:
+built from a key and base URL, copied for each event loop, and its errors as ModelErrors."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ._extras import missing_extra
+
+try:
+    import openai
+except ImportError as _exc:
+    raise missing_extra(__name__, "openai", _exc) from _exc
+
+from ..errors import ModelError
+from ._common import connection_error, error_from_body, retry_after_seconds
+
+__all__ = ["build_client", "derive_client", "model_error"]
+
+LOCAL_SERVER_KEY = "unused"
+"""The key sent to a server named by ``base_url`` when none is given (local servers need none)."""
+
+
+def build_client(
+    base_url: str | None, api_key: str | None, max_retries: int | None, *, model_class: str
+) -> openai.AsyncOpenAI:
+    """An ``AsyncOpenAI`` from a key (else ``OPENAI_API_KEY``) and base URL; no key is a ModelError
+    naming the variable, at construction."""
+    key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
+    if key is None and base_url is not None:
+        key = LOCAL_SERVER_KEY
+    kwargs: dict[str, Any] = {}
+    if base_url is not None:
+        kwargs["base_url"] = base_url
+    if max_retries is not None:
+        kwargs["max_retries"] = max_retries
+    try:
+        return openai.AsyncOpenAI(api_key=key, **kwargs)
+    except openai.OpenAIError as exc:
+        raise ModelError(
+            f"{model_class} has no API key: set OPENAI_API_KEY in the environment, pass api_key=..., "
+            "or pass a ready openai.AsyncOpenAI as client=",
+            provider="openai",
+        ) from exc
+
+
+def derive_client(template: openai.AsyncOpenAI, http_client: Any) -> openai.AsyncOpenAI:
+    """A client configured as ``template`` over another HTTP client (one per event loop, see ``_loops``)."""
+    return template.copy(http_client=http_client)
+
+
+def model_error(exc: openai.OpenAIError, provider: str, url: str | None = None) -> ModelError:
+    """An SDK error as a ModelError: what happened, the status, the provider's error, the URL tried."""
+    if isinstance(exc, openai.APIConnectionError):  # timeouts included
+        return connection_error(exc, provider=provider, url=url)
+    if isinstance(exc, openai.APIStatusError):
+        return error_from_body(
+            exc.body,
+            provider=provider,
+            status_code=exc.status_code,
+            fallback=exc.message,
+            retry_after=retry_after_seconds(exc.response.headers),
+        )
+    if isinstance(exc, openai.APIError):
+        return error_from_body(exc.body, provider=provider, status_code=None, fallback=exc.message)
+    return ModelError(f"{provider} client failed: {exc}", provider=provider)
