@@ -16,7 +16,18 @@ from conftest import temporal_binary
 from scripted_server import FINAL, ScriptedServer
 from worker_processes import Workers
 
-from advisorchain import AssistantMessage, ChainConfigurationError, ChatClient, Denied, ToolCall, tool
+from advisorchain import (
+    Approved,
+    AssistantMessage,
+    ChainConfigurationError,
+    ChatClient,
+    Denied,
+    ToolCall,
+    ToolContext,
+    ToolDefinition,
+    ToolMetadata,
+    tool,
+)
 from advisorchain.testing import ScriptedChatModel
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -264,3 +275,47 @@ async def test_an_approval_waits_across_a_restarted_temporal_server(
     assert pending == CALLS
     assert result.output == FINAL
     assert_decided_once(server, model, tool_file, memory_db)
+
+
+class _RemoteTool:
+    """A ToolCallback written by hand, as MCP tools are: approval comes from its metadata."""
+
+    def __init__(self) -> None:
+        self.received: list[str] = []
+
+    @property
+    def definition(self) -> ToolDefinition:
+        return ToolDefinition("delete_file", "Delete a file.", {"type": "object", "properties": {}})
+
+    @property
+    def metadata(self) -> ToolMetadata:
+        return ToolMetadata(requires_approval=True)
+
+    async def call(self, arguments: str, context: ToolContext | None) -> str:
+        self.received.append(arguments)
+        return "deleted"
+
+
+async def test_a_tool_callback_whose_metadata_requires_approval_waits_and_gets_the_approved_arguments(
+    temporal_env: Any,
+) -> None:
+    remote = _RemoteTool()
+    asked = AssistantMessage(tool_calls=[ToolCall("c1", "delete_file", '{"path": "/"}')])
+    model = ScriptedChatModel([asked, "done"])
+    agent = TemporalAgent(ChatClient(model, default_tools=[remote]), name="remote")
+    ids = _ids()
+    async with Worker(
+        temporal_env.client,
+        task_queue=ids["task_queue"],
+        workflows=[agent.workflow],
+        activities=agent.activities,
+    ):
+        handle = await agent.start(temporal_env.client, "Clean up.", **ids)
+        pending = await _waiting(agent, handle)
+        await agent.decide(handle, {"c1": Approved('{"path": "/tmp/x"}')})
+        result = await agent.result(handle)
+
+    assert [c.name for c in pending] == ["delete_file"]
+    assert result.output == "done"
+    assert remote.received == ['{"path": "/tmp/x"}']
+    assert model.prompts[1].instructions[1] == asked  # the history keeps the model's call unchanged
