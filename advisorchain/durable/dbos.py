@@ -239,35 +239,37 @@ def _register(parts: DurableParts, output_type: Any, max_attempts: int) -> Any:
     async def dispatch(seam: str, payload: Any) -> Any:
         return await steps[seam](payload)
 
-    rounds = [0]
+    async def agent_run(payload: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return await run_agent(parts, payload, dispatch, output_type, _Approvals().wait)
+        finally:
+            if payload["stream"]:
+                await DBOS.close_stream_async(STREAM_KEY)
 
-    async def wait_for_decisions(
-        pending: list[dict[str, Any]], chunk: dict[str, Any] | None
-    ) -> dict[str, Any]:
-        # Workflow code: every call below is recorded by DBOS, so a resumed run replays it.
-        rounds[0] += 1
-        round_ = rounds[0]
+    return DBOS.workflow(name=f"{parts.name}.run")(agent_run)
+
+
+class _Approvals:
+    """One run's approval rounds (workflow code: every DBOS call here is recorded, so a resumed
+    run replays them and counts its rounds the same way)."""
+
+    def __init__(self) -> None:
+        self.round = 0
+
+    async def wait(self, pending: list[dict[str, Any]], chunk: dict[str, Any] | None) -> dict[str, Any]:
+        self.round += 1
+        round_ = self.round
         if chunk is not None:
             await DBOS.write_stream_async(STREAM_KEY, chunk)
         await DBOS.set_event_async(PENDING_EVENT, {"round": round_, "calls": pending})
         ids = sorted(p["id"] for p in pending)
-        while True:
+        while True:  # each recv is a durable wait; a stale or mismatched message is dropped
             message = await DBOS.recv_async(DECISIONS_TOPIC, timeout_seconds=_RECV_SECONDS)
             if _matches(message, round_, ids):
                 break
         await DBOS.set_event_async(PENDING_EVENT, {"round": round_, "calls": []})
         decisions: dict[str, Any] = message["decisions"]
         return decisions
-
-    async def agent_run(payload: dict[str, Any]) -> dict[str, Any]:
-        rounds[0] = 0
-        try:
-            return await run_agent(parts, payload, dispatch, output_type, wait_for_decisions)
-        finally:
-            if payload["stream"]:
-                await DBOS.close_stream_async(STREAM_KEY)
-
-    return DBOS.workflow(name=f"{parts.name}.run")(agent_run)
 
 
 def _matches(message: Any, round_: int, ids: list[str]) -> bool:

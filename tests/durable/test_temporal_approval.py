@@ -37,7 +37,7 @@ pytest.importorskip("temporalio")
 from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError  # noqa: E402
 from temporalio.service import RPCError  # noqa: E402
 from temporalio.testing import WorkflowEnvironment  # noqa: E402
-from temporalio.worker import Worker  # noqa: E402
+from temporalio.worker import Replayer, Worker  # noqa: E402
 
 from advisorchain.durable.temporal import DECIDE_UPDATE, TemporalAgent  # noqa: E402
 
@@ -91,7 +91,9 @@ async def test_a_run_waits_for_decisions_then_runs_the_approved_call_and_answers
     assert_decided_once(server, model, tmp_path / "tools.txt", tmp_path / "memory.sqlite")
 
 
-async def test_without_memory_the_run_resumes_from_its_history(temporal_env: Any) -> None:
+async def test_without_memory_the_run_resumes_from_its_history_and_replays_deterministically(
+    temporal_env: Any,
+) -> None:
     ran: list[int] = []
 
     @tool(requires_approval=True)
@@ -115,6 +117,8 @@ async def test_without_memory_the_run_resumes_from_its_history(temporal_env: Any
         await _waiting(agent, handle)
         await agent.decide(handle, {"c1": True})
         result = await agent.result(handle)
+    history = await handle.fetch_history()
+    await Replayer(workflows=[agent.workflow]).replay_workflow(history)  # the wait replays deterministically
 
     assert result.output == "paid"
     assert ran == [5]
