@@ -119,11 +119,7 @@ async def test_an_unreachable_responses_server_is_a_model_error_naming_the_url_o
 
 @pytest.mark.parametrize(
     ("provider", "variable"),
-    [
-        ("openai", "OPENAI_API_KEY"),
-        ("openai-responses", "OPENAI_API_KEY"),
-        ("anthropic", "ANTHROPIC_API_KEY"),
-    ],
+    [("openai", "OPENAI_API_KEY"), ("openai-responses", "OPENAI_API_KEY"), ("anthropic", "ANTHROPIC_API_KEY")],
 )
 def test_the_demo_on_a_real_provider_without_a_key_names_the_variable(provider: str, variable: str) -> None:
     from advisorchain.cli import main
