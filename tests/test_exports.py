@@ -34,8 +34,9 @@ _SECTIONS = {
     "advisorchain.models.anthropic": "AnthropicChatModel",
     "advisorchain.testing": "FunctionChatModel ScriptedChatModel forbid_model_requests no_model_requests",
     "advisorchain.models": "FallbackChatModel RetryChatModel",
-    "advisorchain.durable.temporal": "TemporalAgent DurableResult DurableToolError CHUNKS_SIGNAL CHUNKS_QUERY",
-    "advisorchain.durable.dbos": "DBOSAgent DurableResult DurableToolError STREAM_KEY",
+    "advisorchain.durable.temporal": "TemporalAgent DurableResult DurableToolError CHUNKS_SIGNAL CHUNKS_QUERY "
+    "PENDING_QUERY DECIDE_UPDATE",
+    "advisorchain.durable.dbos": "DBOSAgent DurableResult DurableToolError STREAM_KEY PENDING_EVENT DECISIONS_TOPIC",
     "advisorchain.mcp": "McpServerStdio McpServerHttp serve",
     "advisorchain.errors": "AdvisorChainError ToolExecutionError ToolCallLimitExceeded MaxIterationsExceeded "
     "StructuredOutputValidationError ModelError ChainConfigurationError",

@@ -17,14 +17,17 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import TypeAdapter
 
+from ..advisors import AdvisorParams, ToolCallingAdvisor
 from ..advisors.api import CallAdvisorChain, ChatClientRequest, ChatClientResponse, Ordered
-from ..client import ChatClient
+from ..client import ChatClient, ChatClientRequestSpec
 from ..errors import ChainConfigurationError, ModelError
 from ..memory.api import ChatMemory
-from ..messages import Message, message_from_dict, message_to_dict
+from ..messages import Message, ToolCall, message_from_dict, message_to_dict
 from ..model import ChatClientMessageAggregator, ChatModel, ChatResponse, Prompt
-from ..tools import tool_callbacks
+from ..output import converter_for
+from ..tools import Approved, Denied, tool_callbacks
 from ..tools.api import InvalidToolArgumentsError, ToolCallback, ToolContext, ToolDefinition, ToolMetadata
+from ..tools.approvals import as_decisions
 from ..tools.function import encode_result
 from ._codec import prompt_from_dict, prompt_to_dict, response_from_dict, response_to_dict
 
@@ -34,6 +37,9 @@ __all__ = [
     "DurableResult",
     "DurableToolError",
     "Emit",
+    "WaitForDecisions",
+    "check_decisions",
+    "pending_from_dicts",
     "run_agent",
     "run_input",
     "run_result",
@@ -46,6 +52,11 @@ Dispatch = Callable[[str, Any], Awaitable[Any]]
 
 Emit = Callable[[dict[str, Any]], Awaitable[None]]
 """Hands one stream chunk (``response_to_dict``) to the engine's side channel."""
+
+WaitForDecisions = Callable[[list[dict[str, Any]], dict[str, Any] | None], Awaitable[dict[str, Any]]]
+"""``wait(pending, waiting_chunk)``: workflow code that publishes the pending tool calls (dicts with
+``id``, ``name``, ``arguments``) — and, on a streamed run, the chunk that ends the stream's part
+before the wait — then waits durably for the decisions; returns them encoded (``check_decisions``)."""
 
 _MEMORY_OPS = ("get", "add", "clear")
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.")
@@ -396,28 +407,116 @@ def run_input(
 
 
 async def run_agent(
-    parts: DurableParts, payload: Mapping[str, Any], dispatch: Dispatch, output_type: Any
+    parts: DurableParts,
+    payload: Mapping[str, Any],
+    dispatch: Dispatch,
+    output_type: Any,
+    wait_for_decisions: WaitForDecisions,
 ) -> dict[str, Any]:
     """Workflow code: one request through the agent's chain, its seams dispatched to the engine.
-    Returns ``{"output": ..., "response": ...}`` (JSON-safe)."""
-    client, recorder = parts.workflow_client(dispatch, bool(payload["stream"]))
-    spec = client.prompt()
+    When the tool loop ends with ``approvalRequired``, the run waits (``wait_for_decisions``) and
+    resumes the loop with the decisions — through memory when the agent has one, else with the
+    history — as often as rounds need approval. Returns ``{"output": ..., "response": ...}``."""
+    client, _ = parts.workflow_client(dispatch, bool(payload["stream"]))
+    converter = None if output_type is None else converter_for(output_type)
+    spec = _spec(client, payload, converter)
     if payload["system"] is not None:
         spec.system(payload["system"])
     spec.messages([message_from_dict(m) for m in payload["messages"]])
     if payload["user"] is not None:
         spec.user(payload["user"])
+    answer = await spec.acall().chat_client_response()
+    while _waits_for_approval(answer):
+        pending: Sequence[ToolCall] = answer.context[AdvisorParams.PENDING_TOOL_CALLS]
+        history: Sequence[Message] = answer.context[AdvisorParams.CONVERSATION_HISTORY]
+        waiting = answer.chat_response
+        decisions = await wait_for_decisions(
+            [_call_to_dict(c) for c in pending],
+            response_to_dict(waiting) if waiting is not None and payload["stream"] else None,
+        )
+        spec = _spec(client, payload, converter)
+        if parts.memories:
+            # Memory holds the user message and the waiting tool-call message already.
+            if payload["system"] is not None:
+                spec.system(payload["system"])
+        else:
+            spec.messages(history)
+        spec.tool_approvals({cid: _decision_from_dict(d) for cid, d in decisions.items()})
+        answer = await spec.acall().chat_client_response()
+    response = answer.chat_response
+    text = None if response is None else response.text
+    output = (
+        text
+        if converter is None
+        else TypeAdapter(output_type).dump_python(converter.parse(text), mode="json")
+    )
+    return {"output": output, "response": None if response is None else response_to_dict(response)}
+
+
+def _spec(client: ChatClient, payload: Mapping[str, Any], converter: Any) -> ChatClientRequestSpec:
+    spec = client.prompt()
     if payload["conversation_id"] is not None:
         spec.param(ChatMemory.CONVERSATION_ID, payload["conversation_id"])
     if payload["tool_context"]:
         spec.tool_context(payload["tool_context"])
-    if output_type is None:
-        output: Any = await spec.acall().content()
-    else:
-        value = await spec.acall().entity(output_type)
-        output = TypeAdapter(output_type).dump_python(value, mode="json")
-    response = recorder.response
-    return {"output": output, "response": None if response is None else response_to_dict(response)}
+    if converter is not None:
+        spec.param(AdvisorParams.OUTPUT_FORMAT, converter.format_instructions)
+    return spec
+
+
+def _waits_for_approval(answer: ChatClientResponse) -> bool:
+    response = answer.chat_response
+    return (
+        response is not None
+        and response.metadata.finish_reason == ToolCallingAdvisor.APPROVAL_REQUIRED
+        and bool(answer.context.get(AdvisorParams.PENDING_TOOL_CALLS))
+    )
+
+
+def _call_to_dict(call: ToolCall) -> dict[str, Any]:
+    return {"id": call.id, "name": call.name, "arguments": call.arguments}
+
+
+def pending_from_dicts(pending: Iterable[Mapping[str, Any]] | None) -> tuple[ToolCall, ...]:
+    """The pending tool calls a run published, as ToolCalls (empty when it waits for none)."""
+    return tuple(ToolCall(p["id"], p["name"], p["arguments"]) for p in pending or ())
+
+
+def check_decisions(
+    run: str, pending: Sequence[ToolCall], decisions: Mapping[str, object]
+) -> dict[str, dict[str, Any]]:
+    """The decisions for a waiting run, checked (one for every pending call, no other) and encoded
+    JSON-safe; raises ChainConfigurationError naming what is wrong."""
+    if not pending:
+        raise ChainConfigurationError(
+            f"run {run!r} is not waiting for approval; check `pending(...)` before deciding"
+        )
+    checked = as_decisions(decisions)
+    ids = [c.id for c in pending]
+    unknown = sorted(set(checked) - set(ids))
+    if unknown:
+        raise ChainConfigurationError(
+            f"the decisions name tool calls {unknown!r} that run {run!r} does not wait for; "
+            f"it waits for {ids!r}"
+        )
+    missing = [c for c in pending if c.id not in checked]
+    if missing:
+        named = ", ".join(f"{c.id!r} (tool {c.name!r})" for c in missing)
+        raise ChainConfigurationError(
+            f"run {run!r} needs a decision for every pending call; none was given for {named}: "
+            "give Approved(), Denied('why'), True or False for each"
+        )
+    return {cid: _decision_to_dict(d) for cid, d in checked.items()}
+
+
+def _decision_to_dict(decision: Approved | Denied) -> dict[str, Any]:
+    if isinstance(decision, Approved):
+        return {"approved": True, "arguments": decision.arguments}
+    return {"approved": False, "reason": decision.reason}
+
+
+def _decision_from_dict(data: Mapping[str, Any]) -> Approved | Denied:
+    return Approved(data["arguments"]) if data["approved"] else Denied(data["reason"])
 
 
 def run_result(data: Mapping[str, Any], output_type: Any) -> DurableResult[Any]:

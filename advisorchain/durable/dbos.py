@@ -10,6 +10,11 @@ completed steps return their recorded results, the step in flight runs again.
 
 Streaming: ``agent.stream(...)`` yields the model's chunks live; the model step writes them to
 the workflow's DBOS stream ``STREAM_KEY`` and returns one aggregated response per round.
+
+Approval: when the tool loop ends with ``approvalRequired``, the workflow publishes the pending
+calls as its event ``PENDING_EVENT`` (read with ``agent.pending(workflow_id)``) and waits with
+``DBOS.recv`` on ``DECISIONS_TOPIC`` (``agent.decide(workflow_id, {...})`` sends there) — durably,
+for days if need be, across process and database restarts. The loop then resumes.
 """
 
 from __future__ import annotations
@@ -19,18 +24,38 @@ from typing import Any, Generic, TypeVar, overload
 
 from dbos import DBOS, SetWorkflowID, WorkflowHandleAsync
 
+from ..advisors import ToolCallingAdvisor
 from ..client import ChatClient
-from ..messages import Message
+from ..messages import Message, ToolCall
 from ..model import ChatResponse
-from ._agent import DurableParts, DurableResult, DurableToolError, run_agent, run_input, run_result
+from ._agent import (
+    DurableParts,
+    DurableResult,
+    DurableToolError,
+    check_decisions,
+    pending_from_dicts,
+    run_agent,
+    run_input,
+    run_result,
+)
 from ._codec import response_from_dict
 
-__all__ = ["STREAM_KEY", "DBOSAgent", "DurableResult", "DurableToolError"]
+__all__ = ["DECISIONS_TOPIC", "PENDING_EVENT", "STREAM_KEY", "DBOSAgent", "DurableResult", "DurableToolError"]
 
 T = TypeVar("T")
 
 STREAM_KEY = "advisorchain.chunks"
 """The DBOS stream of a run that carries its model chunks (``DBOS.read_stream_async(id, STREAM_KEY)``)."""
+
+PENDING_EVENT = "advisorchain.pending"
+"""The run's event ``{"round": int, "calls": [{"id", "name", "arguments"}, ...]}``: the tool calls it
+waits to have decided (``calls`` is empty while it waits for none)."""
+
+DECISIONS_TOPIC = "advisorchain.decisions"
+"""The topic of the message ``{"round": int, "decisions": {call_id: ...}}`` that decides a waiting
+round (send it with ``agent.decide``); a message for another round or other ids is dropped."""
+
+_RECV_SECONDS = 24 * 3600.0  # one durable wait; the workflow waits again until decided
 
 
 class DBOSAgent(Generic[T]):
@@ -168,8 +193,35 @@ class DBOSAgent(Generic[T]):
             workflow_id=workflow_id,
             stream=True,
         )
-        async for chunk in DBOS.read_stream_async(handle.get_workflow_id(), STREAM_KEY):
-            yield response_from_dict(chunk)
+        async for chunk in self.chunks(handle.get_workflow_id()):
+            yield chunk
+
+    async def chunks(self, workflow_id: str, *, offset: int = 0) -> AsyncIterator[ChatResponse]:
+        """The stream chunks of a run started with ``stream=True``, from ``offset`` on, until the
+        run ends or waits for approval (its last chunk then has finish reason
+        ``approvalRequired``; after ``decide``, read on from the count of chunks read so far)."""
+        async for data in DBOS.read_stream_async(workflow_id, STREAM_KEY, offset=offset):
+            chunk = response_from_dict(data)
+            yield chunk
+            if chunk.metadata.finish_reason == ToolCallingAdvisor.APPROVAL_REQUIRED:
+                return
+
+    async def pending(self, workflow_id: str) -> tuple[ToolCall, ...]:
+        """The tool calls run ``workflow_id`` waits to have decided, in call order (empty when it
+        waits for none)."""
+        event = await DBOS.get_event_async(workflow_id, PENDING_EVENT, timeout_seconds=0)
+        return pending_from_dicts(None if event is None else event["calls"])
+
+    async def decide(self, workflow_id: str, decisions: Mapping[str, object]) -> None:
+        """Decide every pending call of a waiting run — ``{call_id: Approved() | Denied("why") |
+        bool}`` — and let it resume; raises ChainConfigurationError (nothing sent) when the run
+        waits for none or the ids do not match its pending calls."""
+        event = await DBOS.get_event_async(workflow_id, PENDING_EVENT, timeout_seconds=0)
+        pending = pending_from_dicts(None if event is None else event["calls"])
+        encoded = check_decisions(workflow_id, pending, decisions)
+        assert event is not None
+        message = {"round": event["round"], "decisions": encoded}
+        await DBOS.send_async(workflow_id, message, DECISIONS_TOPIC)
 
 
 def _register(parts: DurableParts, output_type: Any, max_attempts: int) -> Any:
@@ -189,12 +241,44 @@ def _register(parts: DurableParts, output_type: Any, max_attempts: int) -> Any:
 
     async def agent_run(payload: dict[str, Any]) -> dict[str, Any]:
         try:
-            return await run_agent(parts, payload, dispatch, output_type)
+            return await run_agent(parts, payload, dispatch, output_type, _Approvals().wait)
         finally:
             if payload["stream"]:
                 await DBOS.close_stream_async(STREAM_KEY)
 
     return DBOS.workflow(name=f"{parts.name}.run")(agent_run)
+
+
+class _Approvals:
+    """One run's approval rounds (workflow code: every DBOS call here is recorded, so a resumed
+    run replays them and counts its rounds the same way)."""
+
+    def __init__(self) -> None:
+        self.round = 0
+
+    async def wait(self, pending: list[dict[str, Any]], chunk: dict[str, Any] | None) -> dict[str, Any]:
+        self.round += 1
+        round_ = self.round
+        if chunk is not None:
+            await DBOS.write_stream_async(STREAM_KEY, chunk)
+        await DBOS.set_event_async(PENDING_EVENT, {"round": round_, "calls": pending})
+        ids = sorted(p["id"] for p in pending)
+        while True:  # each recv is a durable wait; a stale or mismatched message is dropped
+            message = await DBOS.recv_async(DECISIONS_TOPIC, timeout_seconds=_RECV_SECONDS)
+            if _matches(message, round_, ids):
+                break
+        await DBOS.set_event_async(PENDING_EVENT, {"round": round_, "calls": []})
+        decisions: dict[str, Any] = message["decisions"]
+        return decisions
+
+
+def _matches(message: Any, round_: int, ids: list[str]) -> bool:
+    return (
+        isinstance(message, dict)
+        and message.get("round") == round_
+        and isinstance(message.get("decisions"), dict)
+        and sorted(message["decisions"]) == ids
+    )
 
 
 async def _write_chunk(chunk: dict[str, Any]) -> None:

@@ -10,6 +10,12 @@ workflow's history, the activity in flight is retried after its ``start_to_close
 Streaming: the model activity sends its chunks to the workflow in batches (the signal
 ``CHUNKS_SIGNAL``); ``agent.stream(...)`` reads them live with the query ``CHUNKS_QUERY``. The
 workflow itself sees one aggregated response per round.
+
+Approval: when the tool loop ends with ``approvalRequired`` (a tool with ``requires_approval=True``
+and no inline approver), the workflow publishes the pending calls (query ``PENDING_QUERY``, read
+with ``agent.pending(handle)``) and waits — durably, for as long as it takes, across worker and
+server restarts — for the update ``DECIDE_UPDATE`` (sent by ``agent.decide(handle, {...})``); its
+validator refuses decisions that do not match the pending calls. The loop then resumes.
 """
 
 from __future__ import annotations
@@ -23,15 +29,33 @@ from typing import Any, ClassVar, Generic, TypeVar, overload
 from temporalio import activity, workflow
 from temporalio.client import Client, WorkflowHandle
 from temporalio.common import RetryPolicy
+from temporalio.exceptions import ApplicationError
 
 from ..client import ChatClient
 from ..errors import AdvisorChainError
-from ..messages import Message
+from ..messages import Message, ToolCall
 from ..model import ChatResponse
-from ._agent import DurableParts, DurableResult, DurableToolError, run_agent, run_input, run_result
+from ._agent import (
+    DurableParts,
+    DurableResult,
+    DurableToolError,
+    check_decisions,
+    pending_from_dicts,
+    run_agent,
+    run_input,
+    run_result,
+)
 from ._codec import response_from_dict
 
-__all__ = ["CHUNKS_QUERY", "CHUNKS_SIGNAL", "DurableResult", "DurableToolError", "TemporalAgent"]
+__all__ = [
+    "CHUNKS_QUERY",
+    "CHUNKS_SIGNAL",
+    "DECIDE_UPDATE",
+    "PENDING_QUERY",
+    "DurableResult",
+    "DurableToolError",
+    "TemporalAgent",
+]
 
 T = TypeVar("T")
 
@@ -40,6 +64,13 @@ CHUNKS_SIGNAL = "advisorchain.chunks"
 
 CHUNKS_QUERY = "advisorchain.chunks"
 """Query ``(offset) -> {"chunks": [...], "done": bool}``: the run's chunks from ``offset`` on."""
+
+PENDING_QUERY = "advisorchain.pending"
+"""Query ``() -> [{"id", "name", "arguments"}, ...]``: the tool calls the run waits to have decided."""
+
+DECIDE_UPDATE = "advisorchain.decide"
+"""Update ``({call_id: {"approved": bool, "arguments"|"reason": ...}})``: the decisions for every
+pending call; its validator rejects unknown or missing call ids (send it with ``agent.decide``)."""
 
 _FLUSH_SECONDS = 0.05
 
@@ -211,15 +242,29 @@ class TemporalAgent(Generic[T]):
         self, handle: WorkflowHandle[Any, Any], *, offset: int = 0, poll_interval: float = 0.05
     ) -> AsyncIterator[ChatResponse]:
         """The stream chunks of a run started with ``stream=True``, from ``offset`` on, until the
-        run ends (any process may read them, also after a reconnect)."""
+        run ends or waits for approval (its last chunk then has finish reason
+        ``approvalRequired``; after ``decide``, read on from the count of chunks read so far).
+        Any process may read them, also after a reconnect."""
         while True:
             state = await handle.query(CHUNKS_QUERY, offset)
             for chunk in state["chunks"]:
                 yield response_from_dict(chunk)
             offset += len(state["chunks"])
-            if state["done"]:
+            if state["done"] or state["waiting"]:
                 return
             await asyncio.sleep(poll_interval)
+
+    async def pending(self, handle: WorkflowHandle[Any, Any]) -> tuple[ToolCall, ...]:
+        """The tool calls run ``handle`` waits to have decided, in call order (empty when it waits
+        for none)."""
+        return pending_from_dicts(await handle.query(PENDING_QUERY))
+
+    async def decide(self, handle: WorkflowHandle[Any, Any], decisions: Mapping[str, object]) -> None:
+        """Decide every pending call of a waiting run — ``{call_id: Approved() | Denied("why") |
+        bool}`` — and let it resume; raises ChainConfigurationError (nothing sent) when the run
+        waits for none or the ids do not match its pending calls."""
+        encoded = check_decisions(handle.id, await self.pending(handle), decisions)
+        await handle.execute_update(DECIDE_UPDATE, encoded)
 
 
 def _activities(parts: DurableParts) -> list[Callable[..., Any]]:
@@ -282,13 +327,52 @@ class _AgentWorkflow:
     def __init__(self) -> None:
         self._chunks: list[dict[str, Any]] = []
         self._done = False
+        self._pending: list[dict[str, Any]] = []
+        self._decisions: dict[str, Any] | None = None
 
     async def _run(self, payload: dict[str, Any]) -> dict[str, Any]:
         agent = type(self).agent
         try:
-            return await run_agent(agent.parts, payload, agent._dispatch, agent.output_type)
+            return await run_agent(agent.parts, payload, agent._dispatch, agent.output_type, self._wait)
         finally:
             self._done = True
+
+    async def _wait(self, pending: list[dict[str, Any]], chunk: dict[str, Any] | None) -> dict[str, Any]:
+        # A durable wait: no timer, no clock; the update wakes the workflow however long it takes.
+        if chunk is not None:
+            self._chunks.append(chunk)
+        self._decisions = None
+        self._pending = pending
+        await workflow.wait_condition(lambda: self._decisions is not None)
+        decisions, self._decisions = self._decisions, None
+        assert decisions is not None
+        return decisions
+
+    @workflow.query(name=PENDING_QUERY)
+    def read_pending(self) -> list[dict[str, Any]]:
+        return self._pending
+
+    @workflow.update(name=DECIDE_UPDATE)
+    def decide(self, decisions: dict[str, Any]) -> None:
+        self._pending = []
+        self._decisions = decisions
+
+    @decide.validator
+    def check_decide(self, decisions: dict[str, Any]) -> None:
+        ids = [p["id"] for p in self._pending]
+        if not ids:
+            raise ApplicationError("the run is not waiting for approval", type="NotWaiting")
+        if not isinstance(decisions, dict) or sorted(decisions) != sorted(ids):
+            given = sorted(decisions) if isinstance(decisions, dict) else decisions
+            raise ApplicationError(
+                f"the decisions must name exactly the pending calls {ids!r}, got {given!r}",
+                type="DecisionsMismatch",
+            )
+        for call_id, decision in decisions.items():
+            if not isinstance(decision, dict) or not isinstance(decision.get("approved"), bool):
+                raise ApplicationError(
+                    f"the decision for tool call {call_id!r} is malformed: {decision!r}", type="BadDecision"
+                )
 
     @workflow.signal(name=CHUNKS_SIGNAL)
     def add_chunks(self, chunks: list[dict[str, Any]]) -> None:
@@ -296,7 +380,7 @@ class _AgentWorkflow:
 
     @workflow.query(name=CHUNKS_QUERY)
     def read_chunks(self, offset: int) -> dict[str, Any]:
-        return {"chunks": self._chunks[offset:], "done": self._done}
+        return {"chunks": self._chunks[offset:], "done": self._done, "waiting": bool(self._pending)}
 
 
 def _workflow_class(agent: TemporalAgent[Any]) -> type:

@@ -4,6 +4,8 @@ A conversation is named by the request's ``model``; its round is the number of `
 already holds plus one. Rounds 1 and 2 ask for the tool ``record`` (``{"n": round}``), round 3
 answers ``FINAL``. A model name starting with ``hang2-`` makes the first round-2 request of that
 conversation hang until the client goes away (so a test can kill the worker mid-round).
+A model name starting with ``approve-`` asks in round 1 for two calls of the tool ``guarded``
+(``call_a`` with ``{"n": 1}``, ``call_b`` with ``{"n": 2}``) and answers ``FINAL`` in round 2.
 Streamed requests get text deltas (or whole tool calls), a finish reason and ``[DONE]``.
 """
 
@@ -28,6 +30,7 @@ class ScriptedServer:
         self.round_started = threading.Condition()
         self._loop = asyncio.new_event_loop()
         self._server: asyncio.Server | None = None
+        self._writers: set[asyncio.StreamWriter] = set()  # open connections, closed by close()
         ready = threading.Event()
         self._thread = threading.Thread(target=self._serve, args=(ready,), daemon=True)
         self._thread.start()
@@ -49,6 +52,9 @@ class ScriptedServer:
         async def stop() -> None:
             assert self._server is not None
             self._server.close()
+            for writer in list(self._writers):  # keep-alive connections of in-process clients
+                writer.close()
+                await writer.wait_closed()
 
         asyncio.run_coroutine_threadsafe(stop(), self._loop).result(5)
         self._loop.call_soon_threadsafe(self._loop.stop)
@@ -62,6 +68,7 @@ class ScriptedServer:
                 raise TimeoutError(f"no request for round {round_} of {model!r} within {timeout} s")
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._writers.add(writer)
         try:
             while True:
                 head = await reader.readuntil(b"\r\n\r\n")
@@ -72,6 +79,8 @@ class ScriptedServer:
                 body = await reader.readexactly(int(headers.get("content-length", "0")))
                 request = json.loads(body)
                 model, round_ = request["model"], 1 + sum(m["role"] == "tool" for m in request["messages"])
+                if model.startswith("approve-"):
+                    round_ = min(round_, 2)
                 with self.round_started:
                     self.counts[(model, round_)] += 1
                     self.bodies.append(request)
@@ -85,24 +94,28 @@ class ScriptedServer:
         except (asyncio.IncompleteReadError, ConnectionError):
             pass
         finally:
+            self._writers.discard(writer)
             writer.close()
 
 
+def _call(call_id: str, name: str, n: int) -> dict[str, Any]:
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps({"n": n})}}
+
+
 def _reply(model: str, round_: int, stream: bool) -> bytes:
-    call = {
-        "id": f"call_{round_}",
-        "type": "function",
-        "function": {"name": "record", "arguments": json.dumps({"n": round_})},
-    }
+    calls = [_call(f"call_{round_}", "record", round_)]
+    rounds = ROUNDS
+    if model.startswith("approve-"):
+        calls, rounds = [_call("call_a", "guarded", 1), _call("call_b", "guarded", 2)], 2
     usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
     base = {"id": f"resp-{round_}", "created": 0, "model": model}
     if not stream:
         message: dict[str, Any] = {"role": "assistant", "content": None}
-        if round_ < ROUNDS:
-            message["tool_calls"] = [call]
+        if round_ < rounds:
+            message["tool_calls"] = calls
         else:
             message["content"] = FINAL
-        finish = "tool_calls" if round_ < ROUNDS else "stop"
+        finish = "tool_calls" if round_ < rounds else "stop"
         body = {
             **base,
             "object": "chat.completion",
@@ -116,14 +129,15 @@ def _reply(model: str, round_: int, stream: bool) -> bytes:
         )
     events: list[dict[str, Any]] = []
     chunk = {**base, "object": "chat.completion.chunk"}
-    if round_ < ROUNDS:
+    if round_ < rounds:
+        deltas = [{"index": i, **call} for i, call in enumerate(calls)]
         events.append(
             {
                 **chunk,
                 "choices": [
                     {
                         "index": 0,
-                        "delta": {"role": "assistant", "tool_calls": [{"index": 0, **call}]},
+                        "delta": {"role": "assistant", "tool_calls": deltas},
                         "finish_reason": None,
                     }
                 ],

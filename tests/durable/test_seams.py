@@ -7,6 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from advisorchain import (
+    Approved,
     AssistantMessage,
     ChainConfigurationError,
     ChatClient,
@@ -19,7 +20,7 @@ from advisorchain import (
     UserMessage,
     tool,
 )
-from advisorchain.durable._agent import DurableParts
+from advisorchain.durable._agent import DurableParts, check_decisions
 from advisorchain.durable._codec import prompt_from_dict, prompt_to_dict, response_from_dict, response_to_dict
 from advisorchain.memory import InMemoryChatMemoryRepository, MessageWindowChatMemory
 from advisorchain.model import ChatResponse, Prompt, Usage
@@ -90,3 +91,24 @@ async def test_memory_in_workflow_code_refuses_to_block_and_names_its_async_form
 def test_two_tools_of_one_name_are_refused_naming_it() -> None:
     with pytest.raises(ChainConfigurationError, match="'lookup'"):
         DurableParts(ChatClient(ScriptedChatModel(["hi"]), default_tools=[lookup]), "a", tools=[lookup])
+
+
+def test_decisions_are_encoded_for_the_wire_with_true_and_false_as_approved_and_denied() -> None:
+    pending = (ToolCall("a", "t", "{}"), ToolCall("b", "t", "{}"), ToolCall("c", "t", "{}"))
+    encoded = check_decisions("run-1", pending, {"a": True, "b": False, "c": Approved('{"x": 1}')})
+
+    assert encoded == {
+        "a": {"approved": True, "arguments": None},
+        "b": {"approved": False, "reason": None},
+        "c": {"approved": True, "arguments": '{"x": 1}'},
+    }
+
+
+def test_deciding_a_run_that_waits_for_nothing_is_refused_naming_the_run() -> None:
+    with pytest.raises(ChainConfigurationError, match="run 'run-1' is not waiting for approval"):
+        check_decisions("run-1", (), {"a": True})
+
+
+def test_a_decision_that_is_not_one_is_refused_naming_the_call() -> None:
+    with pytest.raises(ChainConfigurationError, match=r"'a'.*'yes'"):
+        check_decisions("run-1", (ToolCall("a", "t", "{}"),), {"a": "yes"})

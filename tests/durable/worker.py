@@ -5,6 +5,9 @@
 
 ``dbos ... start`` launches DBOS, starts the run and waits to be killed; ``dbos ... finish``
 launches DBOS (which resumes the pending run), waits for the run and writes its result as JSON.
+``dbos ... await-approval`` starts the run, says READY once it waits for approval and waits to be
+killed; ``dbos ... decide`` launches DBOS (resuming the waiting run), approves ``call_a``, denies
+``call_b`` (reason ``not now``) and writes the run's result like ``finish``.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import json
 import sys
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -49,6 +53,15 @@ async def temporal_worker(
         await asyncio.Event().wait()
 
 
+async def waiting(agent: Any, workflow_id: str) -> None:
+    """Return once run ``workflow_id`` waits for approval."""
+    for _ in range(600):
+        if await agent.pending(workflow_id):
+            return
+        await asyncio.sleep(0.05)
+    raise TimeoutError(f"run {workflow_id!r} never waited for approval")
+
+
 def dbos_worker(
     url: str,
     mode: str,
@@ -61,6 +74,7 @@ def dbos_worker(
 ) -> None:
     from dbos import DBOS
 
+    from advisorchain import Denied
     from advisorchain.durable.dbos import DBOSAgent
 
     agent = DBOSAgent(build_client(base_url, model, Path(tool_file), Path(memory_db)), name=AGENT_NAME)
@@ -74,10 +88,15 @@ def dbos_worker(
     DBOS.launch()
 
     async def main() -> object:
-        if mode == "start":
+        if mode in ("start", "await-approval"):
             await agent.start("Record 1 and 2.", conversation_id="c1", workflow_id=workflow_id)
+            if mode == "await-approval":
+                await waiting(agent, workflow_id)
             print("READY", flush=True)
             await asyncio.Event().wait()
+        if mode == "decide":
+            await waiting(agent, workflow_id)
+            await agent.decide(workflow_id, {"call_a": True, "call_b": Denied("not now")})
         return (await agent.result(workflow_id)).output
 
     try:
