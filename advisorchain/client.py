@@ -86,6 +86,13 @@ class ChatClient:
         self.default_options = default_options
         self.tool_calling_auto_register = tool_calling_auto_register
 
+    def default_tool_callbacks(self) -> tuple[ToolCallback, ...]:
+        """The client's default tools as ToolCallbacks, as of now: tool sources (an MCP server) are
+        asked for their current tools, so a request never uses a stale list."""
+        if not self._tool_providers:
+            return self.default_tools
+        return self.default_tools + _to_tool_callbacks(self._tool_providers)
+
     def prompt(self, prompt: str | Prompt | None = None) -> ChatClientRequestSpec:
         """Start a request: with the user text, a whole Prompt, or nothing (then use ``.user``)."""
         spec = ChatClientRequestSpec(self)
@@ -227,7 +234,7 @@ class ChatClientRequestSpec:
         options = client.default_options
         if self._options is not None:
             options = self._options.merged_over(options)
-        tools = client.default_tools + _to_tool_callbacks((*client._tool_providers, *self._tools))
+        tools = client.default_tool_callbacks() + _to_tool_callbacks(self._tools)
         tool_context = dict(self._tool_context)
         conversation_id = conversation_id_of(context)
         if conversation_id is not None:

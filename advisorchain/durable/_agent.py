@@ -104,7 +104,8 @@ class DurableParts:
         self.tools: dict[str, ToolCallback] = {}
         inline = tuple(tool_callbacks(*workflow_tools))
         self.workflow_tools = {cb.definition.name for cb in inline}
-        for cb in (*client.default_tools, *tool_callbacks(*tools), *inline):
+        # Tool sources (an MCP server) are asked once, here: the durable agent's tools are fixed.
+        for cb in (*client.default_tool_callbacks(), *tool_callbacks(*tools), *inline):
             if cb.definition.name in self.tools:
                 raise ChainConfigurationError(
                     f"two tools of agent {name!r} are named {cb.definition.name!r}; tool names must be unique"
