@@ -61,8 +61,8 @@ _RECV_SECONDS = 24 * 3600.0  # one durable wait; the workflow waits again until 
 class DBOSAgent(Generic[T]):
     """Runs a ChatClient's requests as DBOS workflows: the advisor chain and tool loop are the
     workflow's code; model calls, the agent's tools (the client's default tools, MCP servers
-    included, plus ``tools``) and memory reads/writes are steps named ``<name>.model``, ``<name>.tool.<tool>``,
-    ``<name>.memory.<op>``; the workflow is ``<name>.run``.
+    included, plus ``tools``) and memory reads/writes are steps named ``<name>.model``,
+    ``<name>.tool.<tool>``, ``<name>.memory.<op>``; the workflow is ``<name>.run``.
 
     Create every agent before ``DBOS.launch()`` (DBOS registers workflows and steps then), with the
     same ``name`` in every process that may resume its runs. ``workflow_tools`` run as workflow
