@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import os
 import sys
 import tempfile
@@ -38,6 +39,10 @@ __all__ = ["app", "main"]
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
+class Interrupted(Exception):
+    """Ctrl-C, carried past click to the exit code 130."""
+
+
 class _Group(click.Group):
     """A click group whose errors end in one line and an exit code (0, 1, 2, 130)."""
 
@@ -69,7 +74,7 @@ class _Group(click.Group):
         except click.Abort:
             _one_line(err, "interrupted")
             return EXIT_INTERRUPTED
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, Interrupted):
             _one_line(err, "interrupted")
             return EXIT_INTERRUPTED
         except BrokenPipeError:
@@ -106,7 +111,7 @@ def _debug_option(f: Any) -> Any:
     return click.option("--debug", is_flag=True, help="Show the traceback of a failure.")(f)
 
 
-@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(name="advisorchain", cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="advisorchain", prog_name="advisorchain")
 @_debug_option
 def app(debug: bool) -> None:
@@ -216,6 +221,8 @@ def chat(
     try:
         with watch_provider_retries(display):
             return asyncio.run(_chat(settings, display, question, interactive))
+    except KeyboardInterrupt:
+        raise Interrupted from None  # past click, which would echo a blank line first
     finally:
         display.stop_spinner()
         close = getattr(repository, "close", None)
@@ -235,6 +242,7 @@ async def _chat(settings: ChatSettings, display: Display, question: str | None, 
 
         collector = SpanCollector.install()
     async with AsyncExitStack() as stack:
+        stack.push_async_callback(_close_model, settings.model)
         entered = [await stack.enter_async_context(server) for server in settings.mcp]
         callbacks = [
             ShownTool(cb, display, capture=settings.trace) for cb in tool_callbacks(*settings.tools, *entered)
@@ -274,6 +282,15 @@ async def _chat(settings: ChatSettings, display: Display, question: str | None, 
                     _one_line(display.err, str(exc))
         finally:
             _save_history()
+
+
+async def _close_model(model: ChatModel) -> None:
+    """Close the provider SDK's HTTP client inside the loop that used it."""
+    close = getattr(getattr(model, "client", None), "close", None)
+    if callable(close):
+        result = close()
+        if inspect.isawaitable(result):
+            await result
 
 
 async def _turn(client: Any, settings: ChatSettings, display: Display, question: str, collector: Any) -> None:
@@ -452,8 +469,14 @@ def demo(
     else:
         click.echo(f"Running live on {chosen[0]}:{chosen[1]}.", file=out)
         llm = build_model(chosen[0], chosen[1], base_url)
-    with tempfile.TemporaryDirectory() as tmp:
-        run_demo(out, llm, db or Path(tmp) / "demo.sqlite3", stream)
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            run_demo(out, llm, db or Path(tmp) / "demo.sqlite3", stream)
+    finally:
+        if chosen is not None:  # the sync calls ran on the bridge loop: close the client there
+            from .._sync import run
+
+            run(_close_model(llm), "demo", "demo")
 
 
 def _demo_model(
