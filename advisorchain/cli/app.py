@@ -217,7 +217,9 @@ def chat(
         trace=trace,
         approve_all=approve_all,
     )
-    display = Display(sys.stdout, Console(stderr=True, highlight=False, soft_wrap=True))
+    # on a terminal rich fits its width; in a file or pipe the trace tree is not cropped at 80 columns
+    width = None if sys.stderr.isatty() else 200
+    display = Display(sys.stdout, Console(stderr=True, highlight=False, soft_wrap=True, width=width))
     try:
         with watch_provider_retries(display):
             return asyncio.run(_chat(settings, display, question, interactive))
