@@ -249,7 +249,7 @@ async def _chat(settings: ChatSettings, display: Display, question: str | None, 
         callbacks = [
             ShownTool(cb, display, capture=settings.trace) for cb in tool_callbacks(*settings.tools, *entered)
         ]
-        manager = ToolCallingManager(approver=approver(display, settings.approve_all, interactive))
+        manager = ToolCallingManager(approver=approver(display, settings.approve_all, stdin_is_terminal()))
         client = ChatClient(
             settings.model,
             default_system=settings.system,
@@ -273,7 +273,10 @@ async def _chat(settings: ChatSettings, display: Display, question: str | None, 
         try:
             while True:
                 line = await ask_line("you> ", display)
-                if line is None or line.strip() in {"/exit", "/quit"}:
+                if line is None:  # end of input (Ctrl-D): leave the prompt's line
+                    display.err.print()
+                    return EXIT_OK
+                if line.strip() in {"/exit", "/quit"}:
                     return EXIT_OK
                 if not line.strip():
                     continue
