@@ -10,9 +10,12 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 import uuid
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -348,3 +351,41 @@ def test_sessions_live_in_postgres_and_redis(server_url: str, env: str) -> None:
     ]
     assert run("sessions", "delete", name, "--memory", url).exit_code == 0
     assert name not in run("sessions", "list", "--memory", url).stdout
+
+
+@pytest.fixture
+def always_429() -> Iterator[str]:
+    """A loopback server that answers every request 429 (asking for a 10 ms wait)."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("content-length", "0")))
+            body = b'{"error": {"message": "slow down", "type": "rate_limit_error"}}'
+            self.send_response(429)
+            self.send_header("content-type", "application/json")
+            self.send_header("retry-after-ms", "10")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+def test_provider_retries_show_one_line_each_with_the_status(always_429: str) -> None:
+    result = run("chat", "-p", "hi", "--model", "openai:m", "--base-url", always_429, "--no-stream")
+    assert result.exit_code == 1
+    lines = result.stderr.strip().splitlines()
+    assert lines[:2] == ["↻ retrying in 0.0 s, 429", "↻ retrying in 0.0 s, 429"]
+    assert lines[2].startswith("error: ") and "slow down" in lines[2]
+    assert len(lines) == 3
