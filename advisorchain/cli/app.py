@@ -240,8 +240,12 @@ async def _chat(settings: ChatSettings, display: Display, question: str | None, 
 
     collector = None
     if settings.trace:
-        from ._trace import SpanCollector
-
+        try:
+            from ._trace import SpanCollector
+        except ImportError as exc:
+            raise CliError(
+                f"--trace needs the OpenTelemetry SDK ({exc}): pip install 'advisorchain[otel]'"
+            ) from exc
         collector = SpanCollector.install()
     async with AsyncExitStack() as stack:
         stack.push_async_callback(_close_model, settings.model)
