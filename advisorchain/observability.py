@@ -7,37 +7,49 @@ The chain opens the spans, so advisor authors write no tracing code:
 * ``chat <model>`` — one per model call, with the GenAI semantic-convention attributes;
 * ``execute_tool <name>`` — one per tool execution.
 
-When no tracer provider is installed (the API's default proxy), spans are skipped entirely, so an
-untraced application pays nothing for them.
+Every model call also records the GenAI client metrics through the OpenTelemetry metrics API:
+``gen_ai.client.operation.duration`` (seconds) and ``gen_ai.client.token.usage`` (tokens, by
+``gen_ai.token.type``).
+
+When neither a tracer provider nor a meter provider is installed (the API's default proxies), spans
+and metrics are skipped entirely, so an uninstrumented application pays nothing for them.
 
 Spans never hold prompt, completion or tool-argument text unless the application opts in with the
-OpenTelemetry GenAI switch ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true``: an error
-on a span names the exception's type only, since its message may quote what the model sent (a
-tool's failure text often repeats argument values). With the switch on, the messages are kept.
+OpenTelemetry GenAI switch ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`` or
+``set_content_capture(True)``: an error on a span names the exception's type only, since its
+message may quote what the model sent (a tool's failure text often repeats argument values).
+With the switch on, the messages are kept.
 """
 
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 from opentelemetry import context as otel_context
-from opentelemetry import trace
+from opentelemetry import metrics, trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from ._streams import close_stream
-from .model import ChatClientMessageAggregator, ChatResponse
+from .model import ChatClientMessageAggregator, ChatOptions, ChatResponse
 
 __all__ = [
     "CAPTURE_CONTENT_ENV",
+    "OPERATION_DURATION",
+    "TOKEN_USAGE",
     "TRACER_NAME",
     "Span",
     "SpanKind",
     "Status",
     "StatusCode",
-    "capture_content",
+    "content_capture_enabled",
+    "metrics_enabled",
+    "set_content_capture",
+    "telemetry_enabled",
     "tracing_enabled",
 ]
 
@@ -46,14 +58,36 @@ CAPTURE_CONTENT_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 T = TypeVar("T")
 
 
-def capture_content() -> bool:
-    """True when the application opted in to message content on spans (``CAPTURE_CONTENT_ENV=true``)."""
-    return os.environ.get(CAPTURE_CONTENT_ENV, "").strip().lower() == "true"
-
-
 def tracing_enabled() -> bool:
     """True once an application has installed a real tracer provider."""
     return not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
+
+
+def metrics_enabled() -> bool:
+    """True once an application has installed a real meter provider."""
+    return type(metrics.get_meter_provider()).__name__ != "_ProxyMeterProvider"
+
+
+def telemetry_enabled() -> bool:
+    """True when spans or metrics go somewhere."""
+    return tracing_enabled() or metrics_enabled()
+
+
+_capture_override: bool | None = None
+
+
+def set_content_capture(enabled: bool | None) -> None:
+    """Record (True) or never record (False) message and tool-argument text on spans; None defers
+    to the ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` environment variable."""
+    global _capture_override
+    _capture_override = enabled
+
+
+def content_capture_enabled() -> bool:
+    """Whether spans may hold prompt, answer and tool-argument text (off unless opted in)."""
+    if _capture_override is not None:
+        return _capture_override
+    return os.environ.get(CAPTURE_CONTENT_ENV, "").strip().lower() in {"true", "1", "yes"}
 
 
 def _tracer() -> trace.Tracer:
@@ -121,7 +155,7 @@ async def traced_stream(
 
 
 def _record_error(s: Span, exc: BaseException) -> None:
-    if capture_content():
+    if content_capture_enabled():
         s.record_exception(exc)
         record_failure(s, type(exc).__qualname__, f"{type(exc).__name__}: {exc}")
     else:
@@ -133,17 +167,48 @@ def record_failure(s: Span, error_type: str, text: str | None) -> None:
     """Mark ``s`` failed with ``error_type``; ``text`` (which may quote prompt or argument values)
     becomes the status description only when the application opted in to content capture."""
     s.set_attribute("error.type", error_type)
-    s.set_status(Status(StatusCode.ERROR, text if text is not None and capture_content() else error_type))
+    s.set_status(
+        Status(StatusCode.ERROR, text if text is not None and content_capture_enabled() else error_type)
+    )
 
 
-def model_span_attributes(model_name: str | None, provider: str | None) -> dict[str, Any]:
-    """GenAI request attributes for a ``chat <model>`` span."""
+def model_span_attributes(
+    model_name: str | None,
+    provider: str | None,
+    options: ChatOptions | None = None,
+    server_url: str | None = None,
+) -> dict[str, Any]:
+    """GenAI request attributes for a ``chat <model>`` span: model, provider, the request's
+    parameters and the server's address and port."""
     attrs: dict[str, Any] = {"gen_ai.operation.name": "chat"}
     if model_name:
         attrs["gen_ai.request.model"] = model_name
     if provider:
         attrs["gen_ai.provider.name"] = provider
+    if options is not None:
+        for key, value in (
+            ("gen_ai.request.temperature", options.temperature),
+            ("gen_ai.request.max_tokens", options.max_tokens),
+            ("gen_ai.request.top_p", options.top_p),
+        ):
+            if value is not None:
+                attrs[key] = value
+        if options.stop:
+            attrs["gen_ai.request.stop_sequences"] = list(options.stop)
+    if server_url:
+        parts = urlsplit(server_url)
+        if parts.hostname:
+            attrs["server.address"] = parts.hostname
+            port = parts.port or {"https": 443, "http": 80}.get(parts.scheme)
+            if port is not None:
+                attrs["server.port"] = port
     return attrs
+
+
+def server_url_of(model: object) -> str | None:
+    """The base URL of a provider model's SDK client (``model.client.base_url``), when it has one."""
+    url = getattr(getattr(model, "client", None), "base_url", None)
+    return str(url) if url is not None else None
 
 
 def record_response(s: Span | None, response: ChatResponse | None) -> None:
@@ -177,3 +242,120 @@ def tool_span_attributes(tool_name: str, call_id: str) -> dict[str, Any]:
 def record_stream_response(s: Span, chunks: list[ChatResponse]) -> None:
     """GenAI response attributes of a streamed model call, from its aggregated chunks."""
     record_response(s, ChatClientMessageAggregator.aggregate(chunks))
+
+
+# -- GenAI client metrics ----------------------------------------------------------------------------
+
+OPERATION_DURATION = "gen_ai.client.operation.duration"
+TOKEN_USAGE = "gen_ai.client.token.usage"
+_METRIC_KEYS = (
+    "gen_ai.operation.name",
+    "gen_ai.provider.name",
+    "gen_ai.request.model",
+    "server.address",
+    "server.port",
+)
+# the bucket boundaries the GenAI semantic conventions advise
+_DURATION_BUCKETS = (0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92)
+_TOKEN_BUCKETS = (1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864)
+_instruments: tuple[object, metrics.Histogram, metrics.Histogram] | None = None
+
+
+def _histograms() -> tuple[metrics.Histogram, metrics.Histogram]:
+    global _instruments
+    provider = metrics.get_meter_provider()
+    if _instruments is None or _instruments[0] is not provider:
+        meter = metrics.get_meter(TRACER_NAME)
+        duration = meter.create_histogram(
+            OPERATION_DURATION,
+            unit="s",
+            description="GenAI operation duration",
+            explicit_bucket_boundaries_advisory=list(_DURATION_BUCKETS),
+        )
+        tokens = meter.create_histogram(
+            TOKEN_USAGE,
+            unit="{token}",
+            description="Number of input and output tokens used",
+            explicit_bucket_boundaries_advisory=list(_TOKEN_BUCKETS),
+        )
+        _instruments = (provider, duration, tokens)
+    return _instruments[1], _instruments[2]
+
+
+def record_model_metrics(
+    attributes: Mapping[str, Any],
+    seconds: float,
+    response: ChatResponse | None,
+    error: BaseException | None = None,
+) -> None:
+    """One model call's duration and token usage on the GenAI client histograms."""
+    if not metrics_enabled():
+        return
+    duration, tokens = _histograms()
+    attrs: dict[str, Any] = {k: attributes[k] for k in _METRIC_KEYS if k in attributes}
+    if response is not None and response.metadata.model:
+        attrs["gen_ai.response.model"] = response.metadata.model
+    if error is not None:
+        attrs["error.type"] = type(error).__qualname__
+    duration.record(seconds, attrs)
+    usage = response.metadata.usage if response is not None else None
+    if usage is not None and error is None:
+        tokens.record(usage.prompt_tokens, {**attrs, "gen_ai.token.type": "input"})
+        tokens.record(usage.completion_tokens, {**attrs, "gen_ai.token.type": "output"})
+
+
+class _ModelCall:
+    """What ``model_call`` yields: hand it the response once the model answered."""
+
+    __slots__ = ("response", "span")
+
+    def __init__(self, s: Span | None) -> None:
+        self.span = s
+        self.response: ChatResponse | None = None
+
+    def __call__(self, response: ChatResponse | None) -> None:
+        self.response = response
+        record_response(self.span, response)
+
+
+@contextmanager
+def model_call(name: str, attributes: Mapping[str, Any]) -> Iterator[_ModelCall]:
+    """The ``chat <model>`` span of a blocking model call, and its GenAI metrics."""
+    start = time.perf_counter()
+    with span(name, attributes, SpanKind.CLIENT) as s:
+        call = _ModelCall(s)
+        try:
+            yield call
+        except Exception as exc:
+            record_model_metrics(attributes, time.perf_counter() - start, None, exc)
+            raise
+    record_model_metrics(attributes, time.perf_counter() - start, call.response)
+
+
+async def model_stream(
+    name: str,
+    source: AsyncIterator[T],
+    attributes: Mapping[str, Any],
+    responses: Callable[[list[T]], list[ChatResponse]],
+) -> AsyncIterator[T]:
+    """The ``chat <model>`` span of a streamed model call (open for the whole stream), and its GenAI
+    metrics once the stream ended."""
+    start = time.perf_counter()
+    done: list[ChatResponse | None] = []
+
+    def complete(s: Span, items: list[T]) -> None:
+        aggregated = ChatClientMessageAggregator.aggregate(responses(items))
+        record_response(s, aggregated)
+        done.append(aggregated)
+
+    stream = traced_stream(name, source, attributes, SpanKind.CLIENT, complete)
+    try:
+        async for item in stream:
+            yield item
+    except Exception as exc:
+        record_model_metrics(attributes, time.perf_counter() - start, None, exc)
+        raise
+    finally:
+        await close_stream(stream)
+    if done:
+        record_model_metrics(attributes, time.perf_counter() - start, done[0])

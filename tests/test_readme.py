@@ -11,7 +11,7 @@ import pytest
 
 README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
 BLOCKS = re.findall(r"```python\n(.*?)```", README, re.DOTALL)
-NEEDS_NETWORK = ("OpenAIChatModel", "OpenAIResponsesChatModel", "AnthropicChatModel")
+NEEDS_NETWORK = ("OpenAIChatModel", "OpenAIResponsesChatModel", "AnthropicChatModel", "OTLPSpanExporter")
 
 
 def test_the_readme_has_examples() -> None:

@@ -23,8 +23,6 @@ import functools
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from typing import Generic, Protocol, Self, TypeAlias, TypeVar, runtime_checkable
 
-from opentelemetry.trace import Span, SpanKind
-
 from .. import observability as obs
 from .._checks import check_int
 from .._streams import closing, collect
@@ -170,7 +168,7 @@ class AdvisorChain(Generic[A]):
         self._model = model
         self._next: Self | None = None
         # Decided once per chain: an untraced application pays nothing per hop.
-        self._traced = obs.tracing_enabled()
+        self._traced = obs.telemetry_enabled()
 
     def _at(self, index: int) -> Self:
         chain = object.__new__(type(self))
@@ -208,7 +206,12 @@ class AdvisorChain(Generic[A]):
         )
 
     def _span_attributes(self, prompt: Prompt) -> dict[str, object]:
-        return obs.model_span_attributes(self._model_name(prompt), getattr(self._model, "provider", None))
+        return obs.model_span_attributes(
+            self._model_name(prompt),
+            getattr(self._model, "provider", None),
+            prompt.options,
+            obs.server_url_of(self._model),
+        )
 
 
 def _model_prompt(request: ChatClientRequest) -> Prompt:
@@ -258,9 +261,9 @@ class CallAdvisorChain(AdvisorChain[Advisor]):
         try:
             if self._traced:
                 name = self._model_name(prompt)
-                with obs.span(f"chat {name}", self._span_attributes(prompt), SpanKind.CLIENT) as s:
+                with obs.model_call(f"chat {name}", self._span_attributes(prompt)) as record:
                     response = await self._model.call(prompt)
-                    obs.record_response(s, response)
+                    record(response)
             else:
                 response = await self._model.call(prompt)
         except Exception as exc:
@@ -301,9 +304,7 @@ class StreamAdvisorChain(AdvisorChain[Advisor]):
         source = self._stream_model(request)
         if self._traced:
             name = self._model_name(request.prompt)
-            return obs.traced_stream(
-                f"chat {name}", source, self._span_attributes(request.prompt), SpanKind.CLIENT, _record_chunks
-            )
+            return obs.model_stream(f"chat {name}", source, self._span_attributes(request.prompt), _responses)
         return source
 
     async def _stream_model(self, request: ChatClientRequest) -> AsyncIterator[ChatClientResponse]:
@@ -364,8 +365,8 @@ def _raised_in(exc: BaseException, where: str) -> None:
     exc.add_note(f"(raised in {where})")
 
 
-def _record_chunks(span: Span, chunks: list[ChatClientResponse]) -> None:
-    obs.record_stream_response(span, [c.chat_response for c in chunks if c.chat_response is not None])
+def _responses(chunks: list[ChatClientResponse]) -> list[ChatResponse]:
+    return [c.chat_response for c in chunks if c.chat_response is not None]
 
 
 # -- one hop: every advisor runs on both paths -------------------------------------------------------

@@ -1,31 +1,27 @@
-"""The command line: ``advisorchain demo`` runs an agent through the whole chain.
+"""``advisorchain demo``: an agent run through the whole chain.
 
-Offline by default (a scripted model plays the LLM, so it needs no key); ``--provider openai``,
-``openai-responses`` or ``anthropic`` runs the same agent on a real model (key from the environment).
+Offline by default (a scripted model plays the LLM, so it needs no key); ``--model provider:name``
+runs the same agent on a real model (key from the environment).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
-import tempfile
-from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from pydantic import BaseModel
 
-from .advisors.api import BaseAdvisor, ChatClientRequest, ChatClientResponse, Ordered
-from .client import ChatClient
-from .memory.api import ChatMemory
-from .messages import AssistantMessage, ToolCall, ToolResponseMessage, UserMessage
-from .model import ChatModel
+from ..advisors.api import BaseAdvisor, ChatClientRequest, ChatClientResponse, Ordered
+from ..client import ChatClient
+from ..memory.api import ChatMemory
+from ..messages import AssistantMessage, ToolCall, ToolResponseMessage, UserMessage
+from ..model import ChatModel
 
 if TYPE_CHECKING:
-    from .tools.todo import TodoTools
+    from ..tools.todo import TodoTools
 
-__all__ = ["main"]
+__all__ = ["DEFAULT_MODELS", "DayPlan", "Narrator", "run_demo", "scripted_model"]
 
 CITY_WEATHER = {"lisbon": "sunny, 24°C", "porto": "cloudy, 19°C"}
 PLACES = {"museum": ["Museu Calouste Gulbenkian", "MAAT"], "food": ["Time Out Market"]}
@@ -52,7 +48,7 @@ def _todos(*statuses: str) -> str:
 def scripted_model() -> ChatModel:
     """The LLM's part of the demo, scripted: a todo list, two parallel tools, an update, an answer;
     then one invalid and one valid structured answer (the validation advisor retries)."""
-    from .testing import ScriptedChatModel
+    from ..testing import ScriptedChatModel
 
     call = ToolCall
     return ScriptedChatModel(
@@ -78,18 +74,7 @@ def scripted_model() -> ChatModel:
     )
 
 
-def _real_model(provider: str, model: str | None) -> ChatModel:
-    if provider == "openai":
-        from .models.openai import OpenAIChatModel
-
-        return OpenAIChatModel(model or "gpt-4o-mini")
-    if provider == "openai-responses":
-        from .models.openai import OpenAIResponsesChatModel
-
-        return OpenAIResponsesChatModel(model or "gpt-5-mini")
-    from .models.anthropic import AnthropicChatModel
-
-    return AnthropicChatModel(model or "claude-haiku-4-5")
+DEFAULT_MODELS = {"openai": "gpt-4o-mini", "openai-responses": "gpt-5-mini", "anthropic": "claude-haiku-4-5"}
 
 
 class Narrator(BaseAdvisor):
@@ -129,11 +114,11 @@ class Narrator(BaseAdvisor):
 def run_demo(out: TextIO, model: ChatModel, db_path: Path, stream: bool) -> None:
     """The demo agent: memory (SQLite) outside the loop, a narrator and a todo reminder inside it,
     three tools (two of them the todo list), then a validated structured answer."""
-    from .advisors.memory import MessageChatMemoryAdvisor
-    from .advisors.todo import TodoReminderAdvisor
-    from .memory import MessageWindowChatMemory, SQLiteChatMemoryRepository
-    from .tools import tool
-    from .tools.todo import TodoTools
+    from ..advisors.memory import MessageChatMemoryAdvisor
+    from ..advisors.todo import TodoReminderAdvisor
+    from ..memory import MessageWindowChatMemory, SQLiteChatMemoryRepository
+    from ..tools import tool
+    from ..tools.todo import TodoTools
 
     @tool
     def get_weather(city: str) -> str:
@@ -184,28 +169,6 @@ def run_demo(out: TextIO, model: ChatModel, db_path: Path, stream: bool) -> None
 
 
 def _render(todos: TodoTools) -> str:
-    from .tools.todo import render
+    from ..tools.todo import render
 
     return render(todos.todos("demo")).replace("\n", "\n  ")
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``advisorchain`` command."""
-    parser = argparse.ArgumentParser(prog="advisorchain", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
-    demo = sub.add_parser("demo", help="run an agent through the whole advisor chain")
-    demo.add_argument(
-        "--provider", choices=["scripted", "openai", "openai-responses", "anthropic"], default="scripted"
-    )
-    demo.add_argument("--model", help="model name for a real provider")
-    demo.add_argument("--stream", action="store_true", help="stream the first answer")
-    demo.add_argument("--db", type=Path, help="SQLite file for the conversation (default: a temp dir)")
-    args = parser.parse_args(argv)
-    model = scripted_model() if args.provider == "scripted" else _real_model(args.provider, args.model)
-    with tempfile.TemporaryDirectory() as tmp:
-        run_demo(sys.stdout, model, args.db or Path(tmp) / "demo.sqlite3", args.stream)
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
