@@ -9,16 +9,18 @@ import json
 import os
 import re
 import shlex
+import sys
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Self, TextIO
 
 import httpx2
 import mcp
 import mcp.types as mcp_types
 import pydantic
 from mcp.client.session import MessageHandlerFnT
+from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from opentelemetry import trace
@@ -309,7 +311,10 @@ class McpServerStdio(_McpServer):
             env=self.env,
             cwd=None if self.cwd is None else os.fspath(self.cwd),
         )
-        return mcp.Client(params, mode="legacy", message_handler=on_message, cache=None)
+        # The SDK's default errlog is whatever sys.stderr was when it was first imported (a test
+        # runner's or a redirect's stream, perhaps): the server's stderr goes to the real one now.
+        transport = stdio_client(params, errlog=_server_stderr())
+        return mcp.Client(transport, mode="legacy", message_handler=on_message, cache=None)
 
     def _start_hint(self, error: BaseException) -> str:
         if isinstance(error, FileNotFoundError):
@@ -320,6 +325,19 @@ class McpServerStdio(_McpServer):
                 f"Run `{self._label()}` in a shell to see why"
             )
         return ""
+
+
+def _server_stderr() -> TextIO:
+    """Where a stdio server's stderr goes: this process's stderr when it is a real file, else the
+    interpreter's original one (a subprocess needs a file descriptor)."""
+    for stream in (sys.stderr, sys.__stderr__):
+        try:
+            if stream is not None:
+                stream.fileno()
+                return stream
+        except (OSError, ValueError, AttributeError):
+            continue
+    return open(os.devnull, "w")  # noqa: SIM115 - lives as long as the server process
 
 
 class McpServerHttp(_McpServer):

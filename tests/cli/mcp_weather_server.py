@@ -1,16 +1,15 @@
-"""A small MCP server over the official ``mcp`` SDK (stdio, or streamable HTTP on the port given as
-the first argument) serving the scripted server's weather tool, for the ``--mcp`` tests."""
+"""A small MCP server serving one weather tool with the project's own ``advisorchain.mcp.serve``
+(stdio, or streamable HTTP on the port given as the first argument), for the ``--mcp`` tests."""
 
 from __future__ import annotations
 
 import sys
 
-from mcp.server.fastmcp import FastMCP
+from advisorchain import tool
+from advisorchain.mcp import serve
 
-server = FastMCP("weather", host="127.0.0.1")
 
-
-@server.tool()
+@tool
 def get_weather(city: str) -> str:
     """Get the current weather for a city."""
     return f"{city}: sunny, 21C"
@@ -18,7 +17,6 @@ def get_weather(city: str) -> str:
 
 if __name__ == "__main__":
     if len(sys.argv) > 1:
-        server.settings.port = int(sys.argv[1])
-        server.run("streamable-http")
+        serve(get_weather, transport="streamable-http", name="weather", port=int(sys.argv[1]))
     else:
-        server.run()
+        serve(get_weather, name="weather")

@@ -171,7 +171,10 @@ def test_an_unreachable_server_shows_the_retries_and_one_error_line() -> None:
         line.startswith("↻ retrying in ") for line in lines[:-1]
     )
     assert len(lines) == 3
-    assert lines[-1] == "error: openai could not be reached: Connection error."
+    assert lines[-1] == (
+        "error: openai connection failed (http://127.0.0.1:9/v1/chat/completions): connection refused "
+        "(is the server running, and is the URL right?)"
+    )
 
 
 def test_debug_shows_the_traceback() -> None:

@@ -36,7 +36,8 @@ def test_a_failed_model_call_shows_its_error_in_the_tree() -> None:
     with pytest.raises(RuntimeError):
         ChatClient(ScriptedChatModel([RuntimeError("model down")])).prompt("q").call().content()
     chat = next(line for line in _render(collector) if "chat scripted" in line)
-    assert "error: RuntimeError: model down" in chat
+    assert "error: RuntimeError" in chat
+    assert "model down" not in chat  # the message may quote content: only its type, unless opted in
 
 
 def test_each_tool_round_groups_its_model_call_and_tool_calls() -> None:
