@@ -17,7 +17,6 @@ for an answer the server marked complete: a stream that ends with neither a ``fi
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -57,6 +56,7 @@ from ._common import (
     split_sdk_options,
     tool_definitions,
 )
+from ._json import loads
 from ._loops import LoopClients
 from ._openai_client import build_client, derive_client, model_error
 
@@ -119,13 +119,12 @@ class OpenAIChatModel:
         client = await self._clients.current()
         check_request_allowed(self.provider, client)
         url = _endpoint(client)
-        create = client.chat.completions.with_raw_response.create
         try:
-            raw = await create(**self._raw_args(prompt, stream=False))
+            response = await self._post(client, prompt, stream=False)
         except openai.OpenAIError as exc:
             raise model_error(exc, self.provider, url) from exc
         try:
-            body = raw.http_response.json()
+            body = loads(response.content)
         except ValueError as exc:
             raise ModelError(
                 f"{self.provider} answered with a body that is not JSON ({url}): {exc}",
@@ -160,21 +159,23 @@ class OpenAIChatModel:
         client = await self._clients.current()
         check_request_allowed(self.provider, client)
         url = _endpoint(client)
-        create = client.chat.completions.with_streaming_response.create
         try:
-            async with create(**self._raw_args(prompt, stream=True)) as response:
-                async for event, data in _sse_events(response.iter_lines(), self.provider, url):
-                    if event == "error":
-                        raise _stream_error(data, self.provider)
-                    text = assembler.feed(data if data is _DONE else self._checked(data, "a stream event"))
-                    if text:
-                        yield assembler.text_chunk(text)
-                    if assembler.done:
-                        break
+            response = await self._post(client, prompt, stream=True)
         except openai.OpenAIError as exc:
             raise model_error(exc, self.provider, url) from exc
+        try:
+            async for event, data in _sse_events(response.aiter_lines(), self.provider, url):
+                if event == "error":
+                    raise _stream_error(data, self.provider)
+                text = assembler.feed(data if data is _DONE else self._checked(data, "a stream event"))
+                if text:
+                    yield assembler.text_chunk(text)
+                if assembler.done:
+                    break
         except httpx2.TransportError as exc:  # the connection broke (or stalled) mid-stream
             raise connection_error(exc, provider=self.provider, url=url, mid_stream=True) from exc
+        finally:
+            await response.aclose()
         assembler.check_complete(self.provider, url)
         yield assembler.final()
 
@@ -202,29 +203,33 @@ class OpenAIChatModel:
         params.pop("stream", None)
         return {k: v for k, v in params.items() if v is not None}
 
-    def _create_args(self, prompt: Prompt, stream: bool) -> dict[str, Any]:
-        body, sdk_options = split_sdk_options(self._params(prompt, stream))
-        model = body.pop("model")
-        messages = body.pop("messages")
-        # Everything else travels in extra_body, verbatim: parameters this SDK version does not
-        # know (vLLM's top_k, Ollama's options...) reach OpenAI-compatible servers untouched.
-        return {
-            "model": model,
-            "messages": cast(Any, messages),
-            "stream": stream,
-            "extra_body": body,
-            **sdk_options,
-        }
+    async def _post(self, client: openai.AsyncOpenAI, prompt: Prompt, *, stream: bool) -> httpx2.Response:
+        """The HTTP response to ``prompt``, through the SDK client's own request machinery (its
+        credentials, base URL, headers, timeouts, retries and error statuses; Azure's deployment
+        routing), with the body built once, here, and sent as it is: ``create()``'s TypedDict
+        transform costs a millisecond a request and its typed answers would only be dumped back to
+        dicts. Every parameter reaches the server verbatim, known to this SDK version or not (vLLM's
+        ``top_k``, Ollama's ``options``...). A streamed response is open: the caller closes it."""
+        params, sdk_options = split_sdk_options(self._params(prompt, stream))
+        body = {"model": params.pop("model"), "stream": stream, "messages": params.pop("messages"), **params}
+        options: dict[str, Any] = {"security": _BEARER_AUTH}
+        if "extra_headers" in sdk_options:
+            options["headers"] = sdk_options["extra_headers"]
+        if "extra_query" in sdk_options:
+            options["params"] = sdk_options["extra_query"]
+        if "timeout" in sdk_options:
+            options["timeout"] = sdk_options["timeout"]
+        return await client.post(
+            "/chat/completions",
+            cast_to=httpx2.Response,
+            body=body,
+            options=cast(Any, options),
+            stream=stream,
+        )
 
-    def _raw_args(self, prompt: Prompt, stream: bool) -> dict[str, Any]:
-        # The whole body travels in extra_body, which the SDK sends as is: its TypedDict transform
-        # walks every message of every request (quadratic over a tool loop), and its typed response
-        # objects would only be dumped back to dicts. The answer is read raw (see call/stream);
-        # HTTP errors and retries stay the SDK's.
-        args = self._create_args(prompt, stream)
-        args["extra_body"] = {"messages": args["messages"], **args["extra_body"]}
-        args["messages"] = []
-        return args
+
+_BEARER_AUTH = {"bearer_auth": True}
+"""How ``chat.completions.create`` authenticates (the SDK's security option for this endpoint)."""
 
 
 _DONE: object = object()
@@ -247,7 +252,7 @@ async def _sse_events(
                 yield event, _DONE
             elif payload:
                 try:
-                    data = json.loads(payload)
+                    data = loads(payload)
                 except ValueError as exc:
                     raise ModelError(
                         f"{provider}: a stream event is not JSON ({url}): {exc}: {payload[:200]!r}",
