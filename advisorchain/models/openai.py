@@ -164,7 +164,7 @@ class OpenAIChatModel:
         except openai.OpenAIError as exc:
             raise model_error(exc, self.provider, url) from exc
         try:
-            async for event, data in _sse_events(response.aiter_lines(), self.provider, url):
+            async for event, data in _sse_events(_lines(response.aiter_bytes()), self.provider, url):
                 if event == "error":
                     raise _stream_error(data, self.provider)
                 text = assembler.feed(data if data is _DONE else self._checked(data, "a stream event"))
@@ -235,8 +235,22 @@ _BEARER_AUTH = {"bearer_auth": True}
 _DONE: object = object()
 
 
+async def _lines(chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    """The lines of a byte stream, without their ends (``\n``, ``\r\n`` or ``\r``, as server-sent
+    events allow), however the chunks split them. Bytes, not text: the JSON parser reads UTF-8."""
+    pending = b""
+    async for chunk in chunks:
+        lines = (pending + chunk if pending else chunk).splitlines(keepends=True)
+        # A last line with no end yet (or only a ``\r``, which a ``\n`` may follow) waits for more.
+        pending = lines.pop() if lines and not lines[-1].endswith(b"\n") else b""
+        for line in lines:
+            yield line.rstrip(b"\r\n")
+    if pending:
+        yield pending.rstrip(b"\r\n")
+
+
 async def _sse_events(
-    lines: AsyncIterator[str], provider: str, url: str
+    lines: AsyncIterator[bytes], provider: str, url: str
 ) -> AsyncIterator[tuple[str, object]]:
     """(event name, JSON payload) for each ``data:`` line of a server-sent event stream; the name is
     that of the ``event:`` line before it (``"message"`` when none). ``[DONE]`` comes as ``_DONE``."""
@@ -244,22 +258,23 @@ async def _sse_events(
     async for line in lines:
         if not line:
             event = "message"
-        elif line.startswith("event:"):
-            event = line[6:].strip()
-        elif line.startswith("data:"):
+        elif line.startswith(b"data:"):
             payload = line[5:].strip()
-            if payload == "[DONE]":
+            if payload == b"[DONE]":
                 yield event, _DONE
             elif payload:
                 try:
                     data = loads(payload)
                 except ValueError as exc:
+                    shown = payload[:200].decode("utf-8", "replace")
                     raise ModelError(
-                        f"{provider}: a stream event is not JSON ({url}): {exc}: {payload[:200]!r}",
+                        f"{provider}: a stream event is not JSON ({url}): {exc}: {shown!r}",
                         error_type="invalid_response",
                         provider=provider,
                     ) from exc
                 yield event, data
+        elif line.startswith(b"event:"):
+            event = line[6:].strip().decode("utf-8", "replace")
 
 
 def _stream_error(data: object, provider: str) -> ModelError:
@@ -438,18 +453,37 @@ class StreamAssembler:
             return None
         if not isinstance(chunk, Mapping):
             return None
-        self.id = self.id or as_str(chunk.get("id")) or None
-        self.model = self.model or as_str(chunk.get("model")) or None
-        self.usage = parse_usage(chunk.get("usage")) or self.usage
-        choices = as_list(chunk.get("choices"))
-        self.choices_seen = self.choices_seen or bool(choices)
-        choice = next((as_dict(c) for c in choices if as_dict(c).get("index", 0) == 0), {})
-        self.finish_reason = as_str(choice.get("finish_reason")) or self.finish_reason
-        delta = as_dict(choice.get("delta"))
-        self._add_reasoning(delta)
-        for call in as_list(delta.get("tool_calls")):
-            self._add_call(as_dict(call))
-        return _content_text(delta.get("content"))
+        # Once per delta: read in place, copy nothing (the chunk is this stream's own parsed JSON).
+        if self.id is None:
+            self.id = as_str(chunk.get("id")) or None
+        if self.model is None:
+            self.model = as_str(chunk.get("model")) or None
+        usage = chunk.get("usage")
+        if usage:
+            self.usage = parse_usage(usage) or self.usage
+        choices = chunk.get("choices")
+        if not choices or not isinstance(choices, list | tuple):
+            return None
+        self.choices_seen = True
+        choice = next((c for c in choices if isinstance(c, Mapping) and c.get("index", 0) == 0), None)
+        if choice is None:
+            return None
+        finish = choice.get("finish_reason")
+        if finish and isinstance(finish, str):
+            self.finish_reason = finish
+        delta = choice.get("delta")
+        if not isinstance(delta, Mapping):
+            return None
+        if "reasoning_content" in delta or "reasoning" in delta:
+            self._add_reasoning(delta)
+        calls = delta.get("tool_calls")
+        if calls and isinstance(calls, list | tuple):
+            for call in calls:
+                self._add_call(as_dict(call))
+        content = delta.get("content")
+        if type(content) is str:
+            return content or None
+        return _content_text(content)
 
     def _add_reasoning(self, delta: Mapping[str, Any]) -> None:
         for wire_field in _REASONING_FIELDS:

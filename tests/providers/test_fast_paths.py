@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from advisorchain.messages import AssistantMessage, ToolCall, ToolResponse, ToolResponseMessage, UserMessage
 from advisorchain.model import ChatOptions, Prompt
 from advisorchain.models import _json
+from advisorchain.models import openai as openai_module
 from advisorchain.models.openai import OpenAIChatModel
 
 COMPLETION = {
@@ -118,3 +119,26 @@ def test_nan_and_integers_past_64_bits_read_as_the_stdlib_reads_them() -> None:
 def test_text_that_is_not_json_is_a_value_error() -> None:
     with pytest.raises(ValueError):
         _json.loads(b"{not json")
+
+
+async def _collect(chunks: list[bytes]) -> list[bytes]:
+    async def source() -> Any:
+        for chunk in chunks:
+            yield chunk
+
+    return [line async for line in openai_module._lines(source())]
+
+
+@given(
+    st.lists(st.text(alphabet="ab:{}é \"", max_size=6), min_size=1, max_size=6),
+    st.sampled_from(["\n", "\r\n", "\r"]),
+    st.data(),
+)
+async def test_stream_lines_are_the_same_however_the_bytes_are_split(
+    lines: list[str], end: str, data: st.DataObject
+) -> None:
+    raw = "".join(line + end for line in lines).encode()
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(raw)), max_size=5)))
+    chunks = [raw[a:b] for a, b in zip([0, *cuts], [*cuts, len(raw)], strict=True)]
+
+    assert await _collect(chunks) == [line.encode() for line in lines]
