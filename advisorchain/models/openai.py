@@ -19,16 +19,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
-
-from ._extras import missing_extra
-from ._media import openai_chat_parts
-
-try:
-    import httpx2
-    import openai
-except ImportError as _exc:
-    raise missing_extra(__name__, "openai", _exc) from _exc
+from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import ModelError
 from ..messages import (
@@ -58,7 +49,14 @@ from ._common import (
 )
 from ._json import loads
 from ._loops import LoopClients
-from ._openai_client import build_client, derive_client, model_error
+from ._media import openai_chat_parts
+from ._openai_client import build_client, derive_client, model_error, require_sdk
+
+if TYPE_CHECKING:
+    import httpx2
+    import openai
+
+require_sdk(__name__)  # found here; imported on first use (see _openai_client)
 
 __all__ = ["OpenAIChatModel", "OpenAIResponsesChatModel", "parse_completion", "to_openai_messages"]
 
@@ -116,6 +114,8 @@ class OpenAIChatModel:
 
     async def call(self, prompt: Prompt) -> ChatResponse:
         """One Chat Completions request; the whole answer as a ChatResponse."""
+        import openai
+
         client = await self._clients.current()
         check_request_allowed(self.provider, client)
         url = _endpoint(client)
@@ -155,6 +155,9 @@ class OpenAIChatModel:
     async def stream(self, prompt: Prompt) -> AsyncIterator[ChatResponse]:
         """A streamed request: text deltas as they come, then one last chunk with the whole tool
         calls, the finish reason, usage and reasoning. Closing the iterator closes the response."""
+        import httpx2
+        import openai
+
         assembler = StreamAssembler()
         client = await self._clients.current()
         check_request_allowed(self.provider, client)
@@ -210,6 +213,8 @@ class OpenAIChatModel:
         transform costs a millisecond a request and its typed answers would only be dumped back to
         dicts. Every parameter reaches the server verbatim, known to this SDK version or not (vLLM's
         ``top_k``, Ollama's ``options``...). A streamed response is open: the caller closes it."""
+        import httpx2
+
         params, sdk_options = split_sdk_options(self._params(prompt, stream))
         body = {"model": params.pop("model"), "stream": stream, "messages": params.pop("messages"), **params}
         options: dict[str, Any] = {"security": _BEARER_AUTH}

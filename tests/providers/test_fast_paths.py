@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import math
+import subprocess
+import sys
 from typing import Any
 
 import httpx2
@@ -142,3 +144,16 @@ async def test_stream_lines_are_the_same_however_the_bytes_are_split(
     chunks = [raw[a:b] for a, b in zip([0, *cuts], [*cuts, len(raw)], strict=True)]
 
     assert await _collect(chunks) == [line.encode() for line in lines]
+
+
+def test_importing_the_openai_adapters_leaves_the_sdk_unimported_until_first_use() -> None:
+    script = (
+        "import sys\n"
+        "from advisorchain.models.openai import OpenAIChatModel, OpenAIResponsesChatModel\n"
+        "before = 'openai' in sys.modules\n"
+        "OpenAIChatModel('m', base_url='http://127.0.0.1:9/v1')\n"
+        "print(before, 'openai' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+
+    assert done.stdout.split() == ["False", "True"]
