@@ -7,6 +7,7 @@ wire are the SDK's whichever parser is installed.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -22,12 +23,20 @@ FAST = _orjson is not None
 """True when ``orjson`` parses."""
 
 
+_LONG_DIGITS_BYTES = re.compile(rb"[0-9]{19}")
+_LONG_DIGITS_TEXT = re.compile(r"[0-9]{19}")
+"""19 digits in a row: maybe an integer past 64 bits, which orjson reads as a float (or refuses)."""
+
+
 def _loads_fast(data: str | bytes) -> Any:
+    long_digits = _LONG_DIGITS_BYTES if isinstance(data, bytes) else _LONG_DIGITS_TEXT
+    if long_digits.search(data) is not None:  # type: ignore[arg-type]
+        return json.loads(data)  # exact integers of any size, as the stdlib reads them
     try:
         return _orjson.loads(data)
     except ValueError:
-        # What orjson refuses and the stdlib reads (NaN, integers past 64 bits...) is read as the
-        # stdlib reads it; what neither reads raises the stdlib's error.
+        # What orjson refuses and the stdlib reads (NaN, Infinity) is read as the stdlib reads it;
+        # what neither reads raises the stdlib's error.
         return json.loads(data)
 
 

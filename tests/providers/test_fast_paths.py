@@ -112,10 +112,11 @@ def test_provider_json_reads_as_the_stdlib_reads_it(value: Any) -> None:
 
 
 def test_nan_and_integers_past_64_bits_read_as_the_stdlib_reads_them() -> None:
-    read = _json.loads(b'{"a": NaN, "b": 123456789012345678901234567890}')
+    read = _json.loads(b'{"a": NaN, "b": 123456789012345678901234567890, "c": -9223372036854775809}')
 
     assert math.isnan(read["a"])
     assert read["b"] == 123456789012345678901234567890
+    assert read["c"] == -9223372036854775809
 
 
 def test_text_that_is_not_json_is_a_value_error() -> None:
