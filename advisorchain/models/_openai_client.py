@@ -1,22 +1,36 @@
 """The official OpenAI SDK client, as both OpenAI adapters (Chat Completions and Responses) use it:
-built from a key and base URL, copied for each event loop, and its errors as ModelErrors."""
+built from a key and base URL, copied for each event loop, and its errors as ModelErrors.
+
+The SDK is found at import but imported on first use (building a client, mapping an error):
+importing ``openai`` takes about half a second, which a program that only imports the adapters
+should not pay."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._extras import missing_extra
 
-try:
+if TYPE_CHECKING:
     import openai
-except ImportError as _exc:
-    raise missing_extra(__name__, "openai", _exc) from _exc
 
 from ..errors import ModelError
 from ._common import connection_error, error_from_body, retry_after_seconds
 
-__all__ = ["build_client", "derive_client", "model_error"]
+__all__ = ["build_client", "derive_client", "model_error", "require_sdk"]
+
+_SDK_PACKAGES = ("openai", "httpx2")
+
+
+def require_sdk(module: str) -> None:
+    """At the import of an OpenAI adapter ``module``: the SDK's packages are installed (found, not
+    imported), else the ModuleNotFoundError that names the extra to install."""
+    for name in _SDK_PACKAGES:
+        if importlib.util.find_spec(name) is None:
+            raise missing_extra(module, "openai", ImportError(f"No module named {name!r}", name=name))
+
 
 LOCAL_SERVER_KEY = "unused"
 """The key sent to a server named by ``base_url`` when none is given (local servers need none)."""
@@ -27,6 +41,8 @@ def build_client(
 ) -> openai.AsyncOpenAI:
     """An ``AsyncOpenAI`` from a key (else ``OPENAI_API_KEY``) and base URL; no key is a ModelError
     naming the variable, at construction."""
+    import openai
+
     key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
     if key is None and base_url is not None:
         key = LOCAL_SERVER_KEY
@@ -52,6 +68,8 @@ def derive_client(template: openai.AsyncOpenAI, http_client: Any) -> openai.Asyn
 
 def model_error(exc: openai.OpenAIError, provider: str, url: str | None = None) -> ModelError:
     """An SDK error as a ModelError: what happened, the status, the provider's error, the URL tried."""
+    import openai
+
     if isinstance(exc, openai.APIConnectionError):  # timeouts included
         return connection_error(exc, provider=provider, url=url)
     if isinstance(exc, openai.APIStatusError):

@@ -17,19 +17,9 @@ for an answer the server marked complete: a stream that ends with neither a ``fi
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
-
-from ._extras import missing_extra
-from ._media import openai_chat_parts
-
-try:
-    import httpx2
-    import openai
-except ImportError as _exc:
-    raise missing_extra(__name__, "openai", _exc) from _exc
+from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import ModelError
 from ..messages import (
@@ -57,8 +47,16 @@ from ._common import (
     split_sdk_options,
     tool_definitions,
 )
+from ._json import loads
 from ._loops import LoopClients
-from ._openai_client import build_client, derive_client, model_error
+from ._media import openai_chat_parts
+from ._openai_client import build_client, derive_client, model_error, require_sdk
+
+if TYPE_CHECKING:
+    import httpx2
+    import openai
+
+require_sdk(__name__)  # found here; imported on first use (see _openai_client)
 
 __all__ = ["OpenAIChatModel", "OpenAIResponsesChatModel", "parse_completion", "to_openai_messages"]
 
@@ -116,16 +114,17 @@ class OpenAIChatModel:
 
     async def call(self, prompt: Prompt) -> ChatResponse:
         """One Chat Completions request; the whole answer as a ChatResponse."""
+        import openai
+
         client = await self._clients.current()
         check_request_allowed(self.provider, client)
         url = _endpoint(client)
-        create = client.chat.completions.with_raw_response.create
         try:
-            raw = await create(**self._raw_args(prompt, stream=False))
+            response = await self._post(client, prompt, stream=False)
         except openai.OpenAIError as exc:
             raise model_error(exc, self.provider, url) from exc
         try:
-            body = raw.http_response.json()
+            body = loads(response.content)
         except ValueError as exc:
             raise ModelError(
                 f"{self.provider} answered with a body that is not JSON ({url}): {exc}",
@@ -156,25 +155,30 @@ class OpenAIChatModel:
     async def stream(self, prompt: Prompt) -> AsyncIterator[ChatResponse]:
         """A streamed request: text deltas as they come, then one last chunk with the whole tool
         calls, the finish reason, usage and reasoning. Closing the iterator closes the response."""
+        import httpx2
+        import openai
+
         assembler = StreamAssembler()
         client = await self._clients.current()
         check_request_allowed(self.provider, client)
         url = _endpoint(client)
-        create = client.chat.completions.with_streaming_response.create
         try:
-            async with create(**self._raw_args(prompt, stream=True)) as response:
-                async for event, data in _sse_events(response.iter_lines(), self.provider, url):
-                    if event == "error":
-                        raise _stream_error(data, self.provider)
-                    text = assembler.feed(data if data is _DONE else self._checked(data, "a stream event"))
-                    if text:
-                        yield assembler.text_chunk(text)
-                    if assembler.done:
-                        break
+            response = await self._post(client, prompt, stream=True)
         except openai.OpenAIError as exc:
             raise model_error(exc, self.provider, url) from exc
+        try:
+            async for event, data in _sse_events(_lines(response.aiter_bytes()), self.provider, url):
+                if event == "error":
+                    raise _stream_error(data, self.provider)
+                text = assembler.feed(data if data is _DONE else self._checked(data, "a stream event"))
+                if text:
+                    yield assembler.text_chunk(text)
+                if assembler.done:
+                    break
         except httpx2.TransportError as exc:  # the connection broke (or stalled) mid-stream
             raise connection_error(exc, provider=self.provider, url=url, mid_stream=True) from exc
+        finally:
+            await response.aclose()
         assembler.check_complete(self.provider, url)
         yield assembler.final()
 
@@ -202,36 +206,56 @@ class OpenAIChatModel:
         params.pop("stream", None)
         return {k: v for k, v in params.items() if v is not None}
 
-    def _create_args(self, prompt: Prompt, stream: bool) -> dict[str, Any]:
-        body, sdk_options = split_sdk_options(self._params(prompt, stream))
-        model = body.pop("model")
-        messages = body.pop("messages")
-        # Everything else travels in extra_body, verbatim: parameters this SDK version does not
-        # know (vLLM's top_k, Ollama's options...) reach OpenAI-compatible servers untouched.
-        return {
-            "model": model,
-            "messages": cast(Any, messages),
-            "stream": stream,
-            "extra_body": body,
-            **sdk_options,
-        }
+    async def _post(self, client: openai.AsyncOpenAI, prompt: Prompt, *, stream: bool) -> httpx2.Response:
+        """The HTTP response to ``prompt``, through the SDK client's own request machinery (its
+        credentials, base URL, headers, timeouts, retries and error statuses; Azure's deployment
+        routing), with the body built once, here, and sent as it is: ``create()``'s TypedDict
+        transform costs a millisecond a request and its typed answers would only be dumped back to
+        dicts. Every parameter reaches the server verbatim, known to this SDK version or not (vLLM's
+        ``top_k``, Ollama's ``options``...). A streamed response is open: the caller closes it."""
+        import httpx2
 
-    def _raw_args(self, prompt: Prompt, stream: bool) -> dict[str, Any]:
-        # The whole body travels in extra_body, which the SDK sends as is: its TypedDict transform
-        # walks every message of every request (quadratic over a tool loop), and its typed response
-        # objects would only be dumped back to dicts. The answer is read raw (see call/stream);
-        # HTTP errors and retries stay the SDK's.
-        args = self._create_args(prompt, stream)
-        args["extra_body"] = {"messages": args["messages"], **args["extra_body"]}
-        args["messages"] = []
-        return args
+        params, sdk_options = split_sdk_options(self._params(prompt, stream))
+        body = {"model": params.pop("model"), "stream": stream, "messages": params.pop("messages"), **params}
+        options: dict[str, Any] = {"security": _BEARER_AUTH}
+        if "extra_headers" in sdk_options:
+            options["headers"] = sdk_options["extra_headers"]
+        if "extra_query" in sdk_options:
+            options["params"] = sdk_options["extra_query"]
+        if "timeout" in sdk_options:
+            options["timeout"] = sdk_options["timeout"]
+        return await client.post(
+            "/chat/completions",
+            cast_to=httpx2.Response,
+            body=body,
+            options=cast(Any, options),
+            stream=stream,
+        )
+
+
+_BEARER_AUTH = {"bearer_auth": True}
+"""How ``chat.completions.create`` authenticates (the SDK's security option for this endpoint)."""
 
 
 _DONE: object = object()
 
 
+async def _lines(chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    """The lines of a byte stream, without their ends (``\n``, ``\r\n`` or ``\r``, as server-sent
+    events allow), however the chunks split them. Bytes, not text: the JSON parser reads UTF-8."""
+    pending = b""
+    async for chunk in chunks:
+        lines = (pending + chunk if pending else chunk).splitlines(keepends=True)
+        # A last line with no end yet (or only a ``\r``, which a ``\n`` may follow) waits for more.
+        pending = lines.pop() if lines and not lines[-1].endswith(b"\n") else b""
+        for line in lines:
+            yield line.rstrip(b"\r\n")
+    if pending:
+        yield pending.rstrip(b"\r\n")
+
+
 async def _sse_events(
-    lines: AsyncIterator[str], provider: str, url: str
+    lines: AsyncIterator[bytes], provider: str, url: str
 ) -> AsyncIterator[tuple[str, object]]:
     """(event name, JSON payload) for each ``data:`` line of a server-sent event stream; the name is
     that of the ``event:`` line before it (``"message"`` when none). ``[DONE]`` comes as ``_DONE``."""
@@ -239,22 +263,23 @@ async def _sse_events(
     async for line in lines:
         if not line:
             event = "message"
-        elif line.startswith("event:"):
-            event = line[6:].strip()
-        elif line.startswith("data:"):
+        elif line.startswith(b"data:"):
             payload = line[5:].strip()
-            if payload == "[DONE]":
+            if payload == b"[DONE]":
                 yield event, _DONE
             elif payload:
                 try:
-                    data = json.loads(payload)
+                    data = loads(payload)
                 except ValueError as exc:
+                    shown = payload[:200].decode("utf-8", "replace")
                     raise ModelError(
-                        f"{provider}: a stream event is not JSON ({url}): {exc}: {payload[:200]!r}",
+                        f"{provider}: a stream event is not JSON ({url}): {exc}: {shown!r}",
                         error_type="invalid_response",
                         provider=provider,
                     ) from exc
                 yield event, data
+        elif line.startswith(b"event:"):
+            event = line[6:].strip().decode("utf-8", "replace")
 
 
 def _stream_error(data: object, provider: str) -> ModelError:
@@ -433,18 +458,37 @@ class StreamAssembler:
             return None
         if not isinstance(chunk, Mapping):
             return None
-        self.id = self.id or as_str(chunk.get("id")) or None
-        self.model = self.model or as_str(chunk.get("model")) or None
-        self.usage = parse_usage(chunk.get("usage")) or self.usage
-        choices = as_list(chunk.get("choices"))
-        self.choices_seen = self.choices_seen or bool(choices)
-        choice = next((as_dict(c) for c in choices if as_dict(c).get("index", 0) == 0), {})
-        self.finish_reason = as_str(choice.get("finish_reason")) or self.finish_reason
-        delta = as_dict(choice.get("delta"))
-        self._add_reasoning(delta)
-        for call in as_list(delta.get("tool_calls")):
-            self._add_call(as_dict(call))
-        return _content_text(delta.get("content"))
+        # Once per delta: read in place, copy nothing (the chunk is this stream's own parsed JSON).
+        if self.id is None:
+            self.id = as_str(chunk.get("id")) or None
+        if self.model is None:
+            self.model = as_str(chunk.get("model")) or None
+        usage = chunk.get("usage")
+        if usage:
+            self.usage = parse_usage(usage) or self.usage
+        choices = chunk.get("choices")
+        if not choices or not isinstance(choices, list | tuple):
+            return None
+        self.choices_seen = True
+        choice = next((c for c in choices if isinstance(c, Mapping) and c.get("index", 0) == 0), None)
+        if choice is None:
+            return None
+        finish = choice.get("finish_reason")
+        if finish and isinstance(finish, str):
+            self.finish_reason = finish
+        delta = choice.get("delta")
+        if not isinstance(delta, Mapping):
+            return None
+        if "reasoning_content" in delta or "reasoning" in delta:
+            self._add_reasoning(delta)
+        calls = delta.get("tool_calls")
+        if calls and isinstance(calls, list | tuple):
+            for call in calls:
+                self._add_call(as_dict(call))
+        content = delta.get("content")
+        if type(content) is str:
+            return content or None
+        return _content_text(content)
 
     def _add_reasoning(self, delta: Mapping[str, Any]) -> None:
         for wire_field in _REASONING_FIELDS:

@@ -28,14 +28,6 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ._extras import missing_extra
-
-try:
-    import httpx2
-    import openai
-except ImportError as _exc:
-    raise missing_extra(__name__, "openai", _exc) from _exc
-
 from ..errors import ModelError
 from ..messages import (
     AssistantMessage,
@@ -63,10 +55,14 @@ from ._common import (
 )
 from ._loops import LoopClients
 from ._media import responses_parts
-from ._openai_client import build_client, derive_client, model_error
+from ._openai_client import build_client, derive_client, model_error, require_sdk
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+
+    import openai
+
+require_sdk(__name__)  # found here; imported on first use (see _openai_client)
 
 __all__ = ["OpenAIResponsesChatModel", "ResponsesStreamAssembler", "parse_response", "to_responses_input"]
 
@@ -126,6 +122,8 @@ class OpenAIResponsesChatModel:
 
     async def call(self, prompt: Prompt) -> ChatResponse:
         """One Responses request; the whole answer as a ChatResponse."""
+        import openai
+
         args = self._create_args(prompt, stream=False)
         client = await self._clients.current()
         check_request_allowed(self.provider, client)
@@ -145,6 +143,9 @@ class OpenAIResponsesChatModel:
         """A streamed request: text deltas as they come, then one last chunk with the whole function
         calls, the finish reason, usage and the items to send back. Closing the iterator closes
         the response."""
+        import httpx2
+        import openai
+
         args = self._create_args(prompt, stream=True)
         assembler = ResponsesStreamAssembler(self.provider)
         client = await self._clients.current()

@@ -26,16 +26,19 @@ class Implementation:
 
 
 FLOOR = Implementation("floor", "floor", "main")
+AIOHTTP_FLOOR = Implementation("aiohttp floor", "aiohttp_floor", "aiohttp")
+"""The limit of a Python client (issue 13): a hand-written loop on aiohttp + orjson, no SDK."""
 ADVISORCHAIN = Implementation("advisorchain", "advisorchain_impl", "main")
 PEERS = (
     Implementation("pydantic-ai", "pydantic_ai_impl", "pydantic-ai"),
     Implementation("langchain", "langchain_impl", "langchain"),
     Implementation("openai-agents", "openai_agents_impl", "openai-agents"),
 )
-MAIN_SET = (FLOOR, ADVISORCHAIN, *PEERS)
+MAIN_SET = (FLOOR, AIOHTTP_FLOOR, ADVISORCHAIN, *PEERS)
 ADVISOR_COUNTS = (0, 3, 10)
 ADVISOR_SET = (
     FLOOR,
+    AIOHTTP_FLOOR,
     Implementation(
         "advisorchain +N",
         "advisorchain_impl",

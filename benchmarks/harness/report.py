@@ -14,6 +14,10 @@ from harness.scenarios import Scenario
 
 BAR = 1.10
 SUBJECT = "advisorchain"
+LIMIT = "aiohttp floor"
+"""The limit of a Python client (issue 13): a hand-written loop on aiohttp + orjson."""
+LIMIT_BAR = 1.5
+"""Issue 13's target: advisorchain's client CPU per run at most this times the aiohttp floor's."""
 
 
 class Outcome(Protocol):
@@ -33,9 +37,9 @@ def per_run(outcome: Outcome, metric: str) -> float:
     return outcome.median(f"{metric}_per_run_s")
 
 
-def ratio(cell_outcomes: Mapping[str, Outcome], label: str, metric: str) -> float | None:
-    """``label``'s per-run ``metric`` over the floor's (None when either failed)."""
-    mine, floor = cell_outcomes.get(label), cell_outcomes.get("floor")
+def ratio(cell_outcomes: Mapping[str, Outcome], label: str, metric: str, base: str = "floor") -> float | None:
+    """``label``'s per-run ``metric`` over the ``base`` floor's (None when either failed)."""
+    mine, floor = cell_outcomes.get(label), cell_outcomes.get(base)
     if mine is None or floor is None or not mine.results or not floor.results:
         return None
     return per_run(mine, metric) / per_run(floor, metric)
@@ -45,14 +49,16 @@ def _fmt_ratio(value: float | None) -> str:
     return "failed" if value is None else f"{value:.2f}x"
 
 
-def _ratio_table(cells: tuple[Cell, ...], outcomes: Outcomes, metric: str, labels: list[str]) -> list[str]:
-    lines = ["| cell | floor | " + " | ".join(labels) + " |", "|---|---:|" + "---:|" * len(labels)]
+def _ratio_table(
+    cells: tuple[Cell, ...], outcomes: Outcomes, metric: str, labels: list[str], base: str = "floor"
+) -> list[str]:
+    lines = [f"| cell | {base} | " + " | ".join(labels) + " |", "|---|---:|" + "---:|" * len(labels)]
     for cell in cells:
         got = outcomes[cell.key]
-        floor = got.get("floor")
-        base = f"{1000 * per_run(floor, metric):.2f} ms" if floor and floor.results else "failed"
-        row = [_fmt_ratio(ratio(got, lb, metric)) if lb in got else "—" for lb in labels]
-        lines.append(f"| {cell.title} | {base} | " + " | ".join(row) + " |")
+        floor = got.get(base)
+        base_ms = f"{1000 * per_run(floor, metric):.2f} ms" if floor and floor.results else "failed"
+        row = [_fmt_ratio(ratio(got, lb, metric, base)) if lb in got else "—" for lb in labels]
+        lines.append(f"| {cell.title} | {base_ms} | " + " | ".join(row) + " |")
     return lines
 
 
@@ -96,12 +102,31 @@ def _bar_lines(cells: tuple[Cell, ...], outcomes: Outcomes, peers: list[str]) ->
             if mine is None or (theirs is not None and theirs <= mine):
                 behind.append(f"{cell.title} vs {peer} ({_fmt_ratio(mine)} vs {_fmt_ratio(theirs)})")
     yes = "**met**"
+    limit = _limit_line(cells, outcomes)
     return [
+        *limit,
         f"- advisorchain ≤ {BAR:.2f}x the floor (time per run) in every cell: "
         + (yes if not over else "**not met** in " + "; ".join(over)),
         "- advisorchain ahead of every peer in every cell: "
         + (yes if not behind else "**not met** in " + "; ".join(behind)),
     ]
+
+
+def _limit_line(cells: tuple[Cell, ...], outcomes: Outcomes) -> list[str]:
+    """Issue 13's CPU target against the aiohttp floor, when that floor ran."""
+    if not any(LIMIT in outcomes[c.key] for c in cells):
+        return []
+    over = []
+    for cell in cells:
+        got = outcomes[cell.key]
+        if SUBJECT not in got:
+            continue
+        mine = ratio(got, SUBJECT, "cpu", LIMIT)
+        if mine is None or mine > LIMIT_BAR:
+            over.append(f"{cell.title} ({_fmt_ratio(mine)})")
+    verdict = "**met**" if not over else "**not met** in " + "; ".join(over)
+    target = f"advisorchain ≤ {LIMIT_BAR:.2f}x the aiohttp floor's client CPU per run in every cell"
+    return [f"- {target}: {verdict}"]
 
 
 def _details(cell: Cell, got: Mapping[str, Outcome]) -> list[str]:
@@ -171,7 +196,9 @@ def render(
     """The whole report."""
     main_cells = tuple(c for c in cells if c.key != "hops")
     labels = [lb for lb in dict.fromkeys(lb for c in main_cells for lb in outcomes[c.key]) if lb != "floor"]
-    peer_labels = [lb for lb in labels if lb != SUBJECT]
+    peer_labels = [lb for lb in labels if lb not in (SUBJECT, LIMIT)]
+    limit_labels = ["floor", *(lb for lb in labels if lb != LIMIT)]
+    has_limit = any(LIMIT in outcomes[c.key] for c in main_cells)
     when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     kind = "quick smoke run (`--quick`): not for conclusions" if quick else "full run"
     out = [
@@ -188,11 +215,20 @@ def render(
         "its runs in slices and keeps the per-run time of its fastest slice (other processes on a shared "
         "machine only ever slow a slice down); the median of that over the interleaved repetitions is "
         "reported. Ratios are per agent run, implementation / floor: 1.10x is 10 % slower than the floor.",
+        "",
+        "The aiohttp floor is the limit of a Python client: the same hand-written loop on `aiohttp` + "
+        "`orjson`, with no SDK (its own venv). The first two tables are ratios to it; the raw-SDK floor "
+        "is the `floor` column there.",
     ]
+    if main_cells and has_limit:
+        out += ["", "## Client CPU per agent run, ratio to the aiohttp floor (lower is better)", ""]
+        out += _ratio_table(main_cells, outcomes, "cpu", limit_labels, LIMIT)
+        out += ["", "## Time per agent run, ratio to the aiohttp floor (lower is better)", ""]
+        out += _ratio_table(main_cells, outcomes, "wall", limit_labels, LIMIT)
     if main_cells:
-        out += ["", "## Time per agent run, ratio to the floor (lower is better)", ""]
+        out += ["", "## Time per agent run, ratio to the raw-SDK floor (lower is better)", ""]
         out += _ratio_table(main_cells, outcomes, "wall", labels)
-        out += ["", "## Client CPU per agent run, ratio to the floor (lower is better)", ""]
+        out += ["", "## Client CPU per agent run, ratio to the raw-SDK floor (lower is better)", ""]
         out += _ratio_table(main_cells, outcomes, "cpu", labels)
         out += ["", "## The bar", "", *_bar_lines(main_cells, outcomes, peer_labels)]
     hops = [c for c in cells if c.key == "hops"]

@@ -165,13 +165,13 @@ def _wanted(option: str, known: list[str], what: str) -> set[str]:
 
 
 def select_cells(args: argparse.Namespace) -> tuple[Cell, ...]:
-    """The cells and implementations the command line asks for (the floor always runs)."""
+    """The cells and implementations the command line asks for (both floors always run)."""
     cells = quick(FULL_CELLS) if args.quick else FULL_CELLS
     keys = _wanted(args.cells, [c.key for c in cells], "cells")
     labels = _wanted(
         args.impls, list(dict.fromkeys(i.label for c in cells for i in c.impls)), "implementations"
     )
-    labels |= {"floor"}
+    labels |= {"floor", "aiohttp floor"}
     picked = (
         replace(c, impls=tuple(i for i in c.impls if i.label in labels)) for c in cells if c.key in keys
     )

@@ -17,6 +17,7 @@ PEER_REQUIREMENTS: dict[str, tuple[str, ...]] = {
     "pydantic-ai": ("pydantic-ai-slim[openai]>=1.0",),
     "langchain": ("langchain>=1.0", "langchain-openai>=1.0"),
     "openai-agents": ("openai-agents>=0.3",),
+    "aiohttp": ("aiohttp>=3.9", "orjson>=3.9"),
 }
 """What each peer venv gets; the versions that resolved are reported with the results."""
 

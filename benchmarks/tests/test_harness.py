@@ -131,6 +131,21 @@ def test_report_shows_ratios_to_the_floor_and_why_a_peer_is_missing() -> None:
     assert "**not met** in sequential, 0 ms (1.50x)" in text
 
 
+def test_report_shows_cpu_ratios_to_the_aiohttp_floor_and_its_target() -> None:
+    cells = tuple(c for c in FULL_CELLS if c.key == "seq")
+    outcomes = {
+        "seq": {
+            "floor": Outcome([_measured(0.004)]),
+            "aiohttp floor": Outcome([_measured(0.001)]),
+            "advisorchain": Outcome([_measured(0.002)]),
+        }
+    }
+    text = report.render(cells, outcomes, reps=1, quick=False, seconds=1.0, peers={})
+    assert "| cell | aiohttp floor | floor | advisorchain |" in text
+    assert "| sequential, 0 ms | 1.00 ms | 4.00x | 2.00x |" in text
+    assert "aiohttp floor's client CPU per run in every cell: **not met** in sequential, 0 ms (2.00x)" in text
+
+
 def _measured(per_run: float) -> dict[str, Any]:
     return {
         "runs": 10,

@@ -1,0 +1,160 @@
+"""The OpenAI path's speed work changes nothing a server or a user sees: the request's bytes and
+headers are those ``chat.completions.create`` sends, provider JSON reads as the stdlib reads it
+(orjson or not)."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from typing import Any
+
+import httpx2
+import openai
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from advisorchain.messages import AssistantMessage, ToolCall, ToolResponse, ToolResponseMessage, UserMessage
+from advisorchain.model import ChatOptions, Prompt
+from advisorchain.models import _json
+from advisorchain.models import openai as openai_module
+from advisorchain.models.openai import OpenAIChatModel
+
+COMPLETION = {
+    "id": "c1",
+    "model": "m",
+    "choices": [{"index": 0, "message": {"role": "assistant", "content": "done"}, "finish_reason": "stop"}],
+}
+
+
+def _capturing_client(seen: list[httpx2.Request]) -> openai.AsyncOpenAI:
+    def answer(request: httpx2.Request) -> httpx2.Response:
+        seen.append(request)
+        return httpx2.Response(200, json=COMPLETION)
+
+    http_client = httpx2.AsyncClient(transport=httpx2.MockTransport(answer))
+    return openai.AsyncOpenAI(api_key="k", base_url="http://127.0.0.1:9/v1", http_client=http_client)
+
+
+async def test_the_request_bytes_and_headers_are_those_of_the_sdks_create() -> None:
+    seen: list[httpx2.Request] = []
+    client = _capturing_client(seen)
+    messages = [
+        UserMessage("Wetter in Zürich? ✓"),
+        AssistantMessage(None, (ToolCall("call_1", "get_weather", '{"city": "Zürich"}'),)),
+        ToolResponseMessage((ToolResponse("call_1", "get_weather", "sunny, 21°C"),)),
+    ]
+    model = OpenAIChatModel("m", client=client, temperature=0.5, top_k=3)
+    await model.call(Prompt(messages, ChatOptions(max_tokens=20)))
+    await client.chat.completions.create(
+        model="m",
+        stream=False,
+        messages=[
+            {"role": "user", "content": "Wetter in Zürich? ✓"},
+            {
+                "role": "assistant",
+                "tool_calls": [
+                    {
+                        "id": "call_1",
+                        "type": "function",
+                        "function": {"name": "get_weather", "arguments": '{"city": "Zürich"}'},
+                    }
+                ],
+            },
+            {"role": "tool", "tool_call_id": "call_1", "content": "sunny, 21°C"},
+        ],
+        extra_body={"temperature": 0.5, "top_k": 3, "max_tokens": 20},
+    )
+
+    mine, sdk = seen
+    assert mine.content == sdk.content
+    assert mine.url == sdk.url
+    drop = {"x-stainless-raw-response", "x-stainless-retry-count", "x-stainless-read-timeout"}
+    assert {k: v for k, v in mine.headers.items() if k not in drop} == {
+        k: v for k, v in sdk.headers.items() if k not in drop
+    }
+
+
+async def test_extra_headers_query_and_timeout_still_reach_the_request() -> None:
+    seen: list[httpx2.Request] = []
+    model = OpenAIChatModel(
+        "m", client=_capturing_client(seen), extra_headers={"x-app": "a"}, extra_query={"v": "1"}, timeout=7
+    )
+
+    await model.call(Prompt([UserMessage("hi")]))
+
+    (request,) = seen
+    assert request.headers["x-app"] == "a"
+    assert request.url.params["v"] == "1"
+    assert request.extensions["timeout"]["read"] == 7
+    assert "timeout" not in json.loads(request.content)
+
+
+_json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@given(_json_values)
+def test_provider_json_reads_as_the_stdlib_reads_it(value: Any) -> None:
+    text = json.dumps(value, ensure_ascii=False)
+
+    assert _json.loads(text) == json.loads(text)
+    assert _json.loads(text.encode()) == json.loads(text)
+
+
+def test_nan_and_integers_past_64_bits_read_as_the_stdlib_reads_them() -> None:
+    read = _json.loads(b'{"a": NaN, "b": 123456789012345678901234567890, "c": -9223372036854775809}')
+
+    assert math.isnan(read["a"])
+    assert read["b"] == 123456789012345678901234567890
+    assert read["c"] == -9223372036854775809
+
+
+def test_text_that_is_not_json_is_a_value_error() -> None:
+    with pytest.raises(ValueError):
+        _json.loads(b"{not json")
+
+
+async def _collect(chunks: list[bytes]) -> list[bytes]:
+    async def source() -> Any:
+        for chunk in chunks:
+            yield chunk
+
+    return [line async for line in openai_module._lines(source())]
+
+
+@given(
+    st.lists(st.text(alphabet="ab:{}é \"", max_size=6), min_size=1, max_size=6),
+    st.sampled_from(["\n", "\r\n", "\r"]),
+    st.data(),
+)
+async def test_stream_lines_are_the_same_however_the_bytes_are_split(
+    lines: list[str], end: str, data: st.DataObject
+) -> None:
+    raw = "".join(line + end for line in lines).encode()
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(raw)), max_size=5)))
+    chunks = [raw[a:b] for a, b in zip([0, *cuts], [*cuts, len(raw)], strict=True)]
+
+    assert await _collect(chunks) == [line.encode() for line in lines]
+
+
+def test_importing_the_openai_adapters_leaves_the_sdk_unimported_until_first_use() -> None:
+    script = (
+        "import sys\n"
+        "from advisorchain.models.openai import OpenAIChatModel, OpenAIResponsesChatModel\n"
+        "before = 'openai' in sys.modules\n"
+        "OpenAIChatModel('m', base_url='http://127.0.0.1:9/v1')\n"
+        "print(before, 'openai' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+
+    assert done.stdout.split() == ["False", "True"]
