@@ -337,7 +337,7 @@ def _server_stderr() -> TextIO:
                 return stream
         except (OSError, ValueError, AttributeError):
             continue
-    return open(os.devnull, "w")  # noqa: SIM115 - lives as long as the server process
+    return open(os.devnull, "w")  # the server process keeps it for its lifetime
 
 
 class McpServerHttp(_McpServer):
