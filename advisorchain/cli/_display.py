@@ -16,9 +16,20 @@ from rich.status import Status
 
 from ..messages import ToolCall
 from ..tools import Approved, Denied, ToolCallback, ToolContext, ToolDefinition, ToolMetadata
-from ._trace import ARGUMENTS, RESULT, shorten
 
 __all__ = ["Display", "ShownTool", "ask_line", "watch_provider_retries"]
+
+ARGUMENTS = "gen_ai.tool.call.arguments"
+"""The span attribute ``--trace`` keeps a tool call's arguments in (its own spans only)."""
+RESULT = "gen_ai.tool.call.result"
+"""The span attribute ``--trace`` keeps a tool call's result in."""
+_WIDTH = 80
+
+
+def shorten(text: str, width: int = _WIDTH) -> str:
+    """``text`` on one line, cut to ``width`` characters with an ellipsis."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
 class Display:

@@ -18,17 +18,9 @@ from opentelemetry.sdk.trace import Span as SdkSpan
 from rich.text import Text
 from rich.tree import Tree
 
+from ._display import ARGUMENTS, RESULT, shorten
+
 __all__ = ["SpanCollector", "render_tree", "shorten"]
-
-ARGUMENTS = "gen_ai.tool.call.arguments"
-RESULT = "gen_ai.tool.call.result"
-_WIDTH = 80
-
-
-def shorten(text: str, width: int = _WIDTH) -> str:
-    """``text`` on one line, cut to ``width`` characters with an ellipsis."""
-    flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
 class SpanCollector(SpanProcessor):

@@ -244,7 +244,7 @@ async def _chat(settings: ChatSettings, display: Display, question: str | None, 
             from ._trace import SpanCollector
         except ImportError as exc:
             raise CliError(
-                f"--trace needs the OpenTelemetry SDK ({exc}): pip install 'advisorchain[otel]'"
+                f"--trace needs the OpenTelemetry SDK ({exc}): pip install 'advisorchain[cli]'"
             ) from exc
         collector = SpanCollector.install()
     async with AsyncExitStack() as stack:
