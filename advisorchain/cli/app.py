@@ -58,6 +58,10 @@ class _Group(click.Group):
         argv = list(sys.argv[1:] if args is None else args)
         debug = "--debug" in argv or os.environ.get("ADVISORCHAIN_DEBUG") == "1"
         code = self._run(argv, prog_name or "advisorchain", debug, **extra)
+        try:
+            sys.stdout.flush()  # a reader that stopped early (`| head`) shows here at the latest
+        except BrokenPipeError:
+            _silence_stdout()
         if standalone_mode:
             sys.exit(code)
         return code
