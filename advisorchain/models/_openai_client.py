@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 from ..errors import ModelError
 from ._common import connection_error, error_from_body, retry_after_seconds
 
-__all__ = ["build_client", "derive_client", "model_error", "require_sdk"]
+__all__ = ["build_client", "client_for", "derive_client", "model_error", "require_sdk"]
 
 _SDK_PACKAGES = ("openai", "httpx2")
 
@@ -59,6 +59,28 @@ def build_client(
             "or pass a ready openai.AsyncOpenAI as client=",
             provider="openai",
         ) from exc
+
+
+def client_for(
+    model_class: str,
+    model: object,
+    client: openai.AsyncOpenAI | None,
+    base_url: str | None,
+    api_key: str | None,
+    max_retries: int | None,
+) -> openai.AsyncOpenAI:
+    """What both OpenAI adapters' constructors check and build: a model name, and either a ready
+    ``client`` (used as is) or the settings to build one — not both."""
+    if not isinstance(model, str) or not model.strip():
+        raise ValueError(f"{model_class} needs a model name, got {model!r}")
+    if client is None:
+        return build_client(base_url, api_key, max_retries, model_class=model_class)
+    if base_url is not None or api_key is not None or max_retries is not None:
+        raise ValueError(
+            f"{model_class} takes either a ready `client` or `base_url`/`api_key`/`max_retries` "
+            "to build one, not both; configure the client you pass instead"
+        )
+    return client
 
 
 def derive_client(template: openai.AsyncOpenAI, http_client: Any) -> openai.AsyncOpenAI:

@@ -50,7 +50,7 @@ from ._common import (
 from ._json import loads
 from ._loops import LoopClients
 from ._media import openai_chat_parts
-from ._openai_client import build_client, derive_client, model_error, require_sdk
+from ._openai_client import client_for, derive_client, model_error, require_sdk
 
 if TYPE_CHECKING:
     import httpx2
@@ -91,22 +91,11 @@ class OpenAIChatModel:
         replay_reasoning: bool = True,
         **defaults: Any,
     ) -> None:
-        if not isinstance(model, str) or not model.strip():
-            raise ValueError(f"OpenAIChatModel needs a model name, got {model!r}")
-        if client is not None and (base_url is not None or api_key is not None or max_retries is not None):
-            raise ValueError(
-                "OpenAIChatModel takes either a ready `client` or `base_url`/`api_key`/`max_retries` "
-                "to build one, not both; configure the client you pass instead"
-            )
         self.model_name = model
         self.provider = provider_name
         self.replay_reasoning = replay_reasoning
         self.defaults: dict[str, Any] = dict(defaults)
-        self.client = (
-            client
-            if client is not None
-            else build_client(base_url, api_key, max_retries, model_class=type(self).__name__)
-        )
+        self.client = client_for(type(self).__name__, model, client, base_url, api_key, max_retries)
         self._clients = LoopClients(self.client, derive_client)
 
     def __repr__(self) -> str:

@@ -55,7 +55,7 @@ from ._common import (
 )
 from ._loops import LoopClients
 from ._media import responses_parts
-from ._openai_client import build_client, derive_client, model_error, require_sdk
+from ._openai_client import client_for, derive_client, model_error, require_sdk
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -100,21 +100,10 @@ class OpenAIResponsesChatModel:
         provider_name: str = "openai",
         **defaults: Any,
     ) -> None:
-        if not isinstance(model, str) or not model.strip():
-            raise ValueError(f"OpenAIResponsesChatModel needs a model name, got {model!r}")
-        if client is not None and (base_url is not None or api_key is not None or max_retries is not None):
-            raise ValueError(
-                "OpenAIResponsesChatModel takes either a ready `client` or `base_url`/`api_key`/"
-                "`max_retries` to build one, not both; configure the client you pass instead"
-            )
         self.model_name = model
         self.provider = provider_name
         self.defaults: dict[str, Any] = dict(defaults)
-        self.client = (
-            client
-            if client is not None
-            else build_client(base_url, api_key, max_retries, model_class=type(self).__name__)
-        )
+        self.client = client_for(type(self).__name__, model, client, base_url, api_key, max_retries)
         self._clients = LoopClients(self.client, derive_client)
 
     def __repr__(self) -> str:
