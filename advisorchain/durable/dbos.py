@@ -259,9 +259,11 @@ class _Approvals:
     async def wait(self, pending: list[dict[str, Any]], chunk: dict[str, Any] | None) -> dict[str, Any]:
         self.round += 1
         round_ = self.round
+        # The pending calls are recorded before the chunk that tells a stream reader the run
+        # waits: a caller who decides as soon as its stream ends must find them.
+        await DBOS.set_event_async(PENDING_EVENT, {"round": round_, "calls": pending})
         if chunk is not None:
             await DBOS.write_stream_async(STREAM_KEY, chunk)
-        await DBOS.set_event_async(PENDING_EVENT, {"round": round_, "calls": pending})
         ids = sorted(p["id"] for p in pending)
         while True:  # each recv is a durable wait; a stale or mismatched message is dropped
             message = await DBOS.recv_async(DECISIONS_TOPIC, timeout_seconds=_RECV_SECONDS)
