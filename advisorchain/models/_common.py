@@ -175,17 +175,23 @@ def _status_in_body(error: Mapping[str, Any]) -> int | None:
 
 
 def connection_error(
-    exc: BaseException, *, provider: str, url: str | None, mid_stream: bool = False
+    exc: BaseException,
+    *,
+    provider: str,
+    url: str | None,
+    mid_stream: bool = False,
+    read_timeout: float | None = None,
 ) -> ModelError:
     """A ModelError saying what happened to the connection — timed out (connecting, or waiting
     for the answer), refused, reset, closed early — and the URL tried. ``exc`` is the HTTP
-    library's transport error (httpx / httpx2), or an SDK error caused by one."""
+    library's transport error (httpx / httpx2 / aiohttp), or an SDK error caused by one;
+    ``read_timeout`` the read timeout in force, when the error does not carry it."""
     chain = _exception_chain(exc)
     names = {cls.__name__ for error in chain for cls in type(error).__mro__}
     where = (" mid-stream" if mid_stream else "") + (f" ({url})" if url else "")
-    if "TimeoutException" in names or "APITimeoutError" in names:
+    if names & _TIMEOUT_ERRORS:
         return ModelError(
-            f"{provider} request timed out{where}: {_timeout_detail(names, chain)}; "
+            f"{provider} request timed out{where}: {_timeout_detail(names, chain, read_timeout)}; "
             "raise the client's timeout or retry (advisorchain.models.RetryChatModel)",
             error_type="timeout",
             provider=provider,
@@ -206,10 +212,15 @@ def _exception_chain(exc: BaseException) -> list[BaseException]:
     return chain
 
 
-def _timeout_detail(names: set[str], chain: list[BaseException]) -> str:
+_TIMEOUT_ERRORS = frozenset({"TimeoutException", "APITimeoutError", "TimeoutError"})
+"""httpx's and the SDKs' timeouts; aiohttp's (and asyncio's) are ``TimeoutError``s."""
+
+
+def _timeout_detail(names: set[str], chain: list[BaseException], read_timeout: float | None) -> str:
     seconds = _read_timeout(chain)
+    seconds = read_timeout if seconds is None else seconds
     after = f" after {seconds:g} s" if seconds is not None else ""
-    if "ConnectTimeout" in names:
+    if "ConnectTimeout" in names or "ConnectionTimeoutError" in names:
         return f"no connection{after}"
     if "WriteTimeout" in names:
         return f"the request could not be sent{after}"
@@ -239,9 +250,9 @@ def _connection_detail(names: set[str], chain: list[BaseException]) -> str:
     if "ConnectionResetError" in names or "BrokenPipeError" in names:
         return "connection reset by the server"
     detail = next((str(e) for e in chain if str(e) and not str(e).startswith("Connection error")), "")
-    if "RemoteProtocolError" in names:
+    if names & {"RemoteProtocolError", "ServerDisconnectedError", "ClientPayloadError"}:
         return f"the server closed the connection early ({detail or 'no reason given'})"
-    if "ConnectError" in names:
+    if "ConnectError" in names or "ClientConnectorError" in names:
         return f"could not connect ({detail or 'no reason given'})"
     return detail or type(chain[-1]).__name__
 

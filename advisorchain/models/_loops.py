@@ -31,6 +31,7 @@ C = TypeVar("C")
 class _Entry(Generic[C]):
     client: C
     pools: list[Any]
+    companion: Any = None
     closer: AsyncGenerator[None, None] | None = None
 
 
@@ -40,9 +41,13 @@ class LoopClients(Generic[C]):
     another HTTP client (the SDK's ``copy``). When this object is garbage collected, the clients
     it made on loops still running are closed on them."""
 
-    def __init__(self, template: C, derive: Callable[[C, Any], C]) -> None:
+    def __init__(
+        self, template: C, derive: Callable[[C, Any], C], companion: Callable[[C], Any] | None = None
+    ) -> None:
         self.template = template
         self._derive = derive
+        self._companion = companion
+        self._shared_companion: Any = None
         self._lock = threading.Lock()
         self._by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Entry[C]] = (
             weakref.WeakKeyDictionary()
@@ -51,20 +56,40 @@ class LoopClients(Generic[C]):
 
     async def current(self) -> C:
         """The client for the running event loop (made on the loop's first request)."""
+        entry = await self._entry()
+        return self.template if entry is None else entry.client
+
+    async def current_companion(self) -> Any:
+        """What ``companion(client)`` made of the running loop's client (once per loop, closed
+        with ``aclose()`` when the loop ends); for a client with nothing pooled, one shared."""
+        if self._companion is None:
+            raise ValueError("these LoopClients were made without a companion factory")
+        entry = await self._entry()
+        if entry is not None:
+            return entry.companion
+        with self._lock:
+            if self._shared_companion is None:
+                self._shared_companion = self._companion(self.template)
+            return self._shared_companion
+
+    async def _entry(self) -> _Entry[C] | None:
         loop = asyncio.get_running_loop()
         with self._lock:
             entry = self._by_loop.get(loop)
             if entry is None:
                 http_client, pools = _fresh_pools(getattr(self.template, "_client", None))
                 if http_client is None:  # not a Stainless SDK client: nothing pooled to split
-                    return self.template
+                    return None
                 entry = _Entry(self._derive(self.template, http_client), pools)
+                if self._companion is not None:
+                    entry.companion = self._companion(entry.client)
+                    pools.append(entry.companion)
                 self._by_loop[loop] = entry
         if entry.closer is None:
             closer = _close_at_loop_end(self._by_loop, self._lock, loop, entry)
             entry.closer = closer
             await anext(closer)  # the loop now knows it: closed when the loop shuts down
-        return entry.client
+        return entry
 
     @property
     def loops(self) -> int:

@@ -18,8 +18,17 @@ if TYPE_CHECKING:
 
 from ..errors import ModelError
 from ._common import connection_error, error_from_body, retry_after_seconds
+from ._transport import AiohttpPath, HttpPath, SdkPath, aiohttp_eligible
 
-__all__ = ["build_client", "client_for", "derive_client", "model_error", "require_sdk"]
+__all__ = [
+    "BEARER_AUTH",
+    "build_client",
+    "client_for",
+    "derive_client",
+    "http_path",
+    "model_error",
+    "require_sdk",
+]
 
 _SDK_PACKAGES = ("openai", "httpx2")
 
@@ -105,3 +114,23 @@ def model_error(exc: openai.OpenAIError, provider: str, url: str | None = None) 
     if isinstance(exc, openai.APIError):
         return error_from_body(exc.body, provider=provider, status_code=None, fallback=exc.message)
     return ModelError(f"{provider} client failed: {exc}", provider=provider)
+
+
+BEARER_AUTH = {"bearer_auth": True}
+"""How the model endpoints authenticate (the SDK's security option for them: the API key)."""
+
+
+def http_path(client: openai.AsyncOpenAI, path: str, *, provider: str) -> HttpPath:
+    """How requests of ``client`` to ``path`` travel: aiohttp when it can stand in for the SDK's
+    HTTP stack with the same configuration, else the SDK's own (see ``_transport``)."""
+    if aiohttp_eligible(client, "openai"):
+        return AiohttpPath(client, path, provider=provider, security=BEARER_AUTH, sdk_module="openai")
+    import openai
+
+    return SdkPath(
+        client, path, provider=provider, security=BEARER_AUTH, sdk_error=openai.OpenAIError, error=_sdk_error
+    )
+
+
+def _sdk_error(exc: Exception, provider: str, url: str) -> ModelError:
+    return model_error(exc, provider, url)  # type: ignore[arg-type]  # only OpenAIErrors reach it

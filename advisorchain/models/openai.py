@@ -19,7 +19,8 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, cast
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ModelError
 from ..messages import (
@@ -37,7 +38,6 @@ from ._common import (
     as_list,
     as_str,
     check_request_allowed,
-    connection_error,
     error_from_body,
     finish_reason_or_default,
     incomplete_answer,
@@ -50,10 +50,10 @@ from ._common import (
 from ._json import loads
 from ._loops import LoopClients
 from ._media import openai_chat_parts
-from ._openai_client import client_for, derive_client, model_error, require_sdk
+from ._openai_client import client_for, derive_client, http_path, require_sdk
+from ._transport import HttpPath
 
 if TYPE_CHECKING:
-    import httpx2
     import openai
 
 require_sdk(__name__)  # found here; imported on first use (see _openai_client)
@@ -96,32 +96,29 @@ class OpenAIChatModel:
         self.replay_reasoning = replay_reasoning
         self.defaults: dict[str, Any] = dict(defaults)
         self.client = client_for(type(self).__name__, model, client, base_url, api_key, max_retries)
-        self._clients = LoopClients(self.client, derive_client)
+        self._clients = LoopClients(
+            self.client, derive_client, partial(http_path, path="/chat/completions", provider=provider_name)
+        )
 
     def __repr__(self) -> str:
         return f"OpenAIChatModel({self.model_name!r}, provider={self.provider!r})"
 
     async def call(self, prompt: Prompt) -> ChatResponse:
         """One Chat Completions request; the whole answer as a ChatResponse."""
-        import openai
-
-        client = await self._clients.current()
-        check_request_allowed(self.provider, client)
-        url = _endpoint(client)
+        path: HttpPath = await self._clients.current_companion()
+        check_request_allowed(self.provider, path.client)
+        reply = await path.send(*self._body(prompt, stream=False), stream=False)
+        content = await reply.read()
         try:
-            response = await self._post(client, prompt, stream=False)
-        except openai.OpenAIError as exc:
-            raise model_error(exc, self.provider, url) from exc
-        try:
-            body = loads(response.content)
+            body = loads(content)
         except ValueError as exc:
             raise ModelError(
-                f"{self.provider} answered with a body that is not JSON ({url}): {exc}",
+                f"{self.provider} answered with a body that is not JSON ({path.url}): {exc}",
                 provider=self.provider,
             ) from exc
         data = self._checked(body, "the response body")
         if not as_list(data.get("choices")):
-            raise incomplete_answer(self.provider, url, "the response has no choices")
+            raise incomplete_answer(self.provider, path.url, "the response has no choices")
         return parse_completion(data)
 
     def _checked(self, data: object, what: str) -> dict[str, Any]:
@@ -144,30 +141,23 @@ class OpenAIChatModel:
     async def stream(self, prompt: Prompt) -> AsyncIterator[ChatResponse]:
         """A streamed request: text deltas as they come, then one last chunk with the whole tool
         calls, the finish reason, usage and reasoning. Closing the iterator closes the response."""
-        import httpx2
-        import openai
-
         assembler = StreamAssembler()
-        client = await self._clients.current()
-        check_request_allowed(self.provider, client)
-        url = _endpoint(client)
+        path: HttpPath = await self._clients.current_companion()
+        check_request_allowed(self.provider, path.client)
+        url = path.url
+        reply = await path.send(*self._body(prompt, stream=True), stream=True)
         try:
-            response = await self._post(client, prompt, stream=True)
-        except openai.OpenAIError as exc:
-            raise model_error(exc, self.provider, url) from exc
-        try:
-            async for event, data in _sse_events(_lines(response.aiter_bytes()), self.provider, url):
+            async for event, data in _sse_events(reply.chunks(), self.provider, url):
                 if event == "error":
                     raise _stream_error(data, self.provider)
                 text = assembler.feed(data if data is _DONE else self._checked(data, "a stream event"))
                 if text:
                     yield assembler.text_chunk(text)
                 if assembler.done:
+                    await reply.finish()
                     break
-        except httpx2.TransportError as exc:  # the connection broke (or stalled) mid-stream
-            raise connection_error(exc, provider=self.provider, url=url, mid_stream=True) from exc
         finally:
-            await response.aclose()
+            await reply.aclose()
         assembler.check_complete(self.provider, url)
         yield assembler.final()
 
@@ -195,80 +185,84 @@ class OpenAIChatModel:
         params.pop("stream", None)
         return {k: v for k, v in params.items() if v is not None}
 
-    async def _post(self, client: openai.AsyncOpenAI, prompt: Prompt, *, stream: bool) -> httpx2.Response:
-        """The HTTP response to ``prompt``, through the SDK client's own request machinery (its
-        credentials, base URL, headers, timeouts, retries and error statuses; Azure's deployment
-        routing), with the body built once, here, and sent as it is: ``create()``'s TypedDict
-        transform costs a millisecond a request and its typed answers would only be dumped back to
-        dicts. Every parameter reaches the server verbatim, known to this SDK version or not (vLLM's
-        ``top_k``, Ollama's ``options``...). A streamed response is open: the caller closes it."""
-        import httpx2
-
+    def _body(self, prompt: Prompt, *, stream: bool) -> tuple[dict[str, Any], dict[str, Any]]:
+        """(the JSON body, the SDK request options) for ``prompt``, built once and sent as they are:
+        ``create()``'s TypedDict transform costs a millisecond a request and its typed answers would
+        only be dumped back to dicts. Every parameter reaches the server verbatim, known to this SDK
+        version or not (vLLM's ``top_k``, Ollama's ``options``...)."""
         params, sdk_options = split_sdk_options(self._params(prompt, stream))
         body = {"model": params.pop("model"), "stream": stream, "messages": params.pop("messages"), **params}
-        options: dict[str, Any] = {"security": _BEARER_AUTH}
-        if "extra_headers" in sdk_options:
-            options["headers"] = sdk_options["extra_headers"]
-        if "extra_query" in sdk_options:
-            options["params"] = sdk_options["extra_query"]
-        if "timeout" in sdk_options:
-            options["timeout"] = sdk_options["timeout"]
-        return await client.post(
-            "/chat/completions",
-            cast_to=httpx2.Response,
-            body=body,
-            options=cast(Any, options),
-            stream=stream,
-        )
-
-
-_BEARER_AUTH = {"bearer_auth": True}
-"""How ``chat.completions.create`` authenticates (the SDK's security option for this endpoint)."""
+        return body, sdk_options
 
 
 _DONE: object = object()
 
 
-async def _lines(chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
-    """The lines of a byte stream, without their ends (``\n``, ``\r\n`` or ``\r``, as server-sent
-    events allow), however the chunks split them. Bytes, not text: the JSON parser reads UTF-8."""
-    pending = b""
-    async for chunk in chunks:
-        lines = (pending + chunk if pending else chunk).splitlines(keepends=True)
+class SseDecoder:
+    """Server-sent events from a byte stream, however its chunks split the lines: ``feed(chunk)``
+    gives the (event name, JSON payload) of each ``data:`` line the chunk completes — the name is
+    that of the ``event:`` line before it, ``"message"`` when none; ``[DONE]`` comes as ``_DONE``.
+    Lines may end in ``\n``, ``\r\n`` or ``\r``, as the format allows. Bytes, not text: the JSON
+    parser reads UTF-8. Synchronous, so a stream pays for no generator per line."""
+
+    __slots__ = ("_event", "_pending", "_provider", "_url")
+
+    def __init__(self, provider: str, url: str) -> None:
+        self._provider = provider
+        self._url = url
+        self._pending = b""
+        self._event = "message"
+
+    def feed(self, chunk: bytes) -> list[tuple[str, object]]:
+        """The events the chunk completes."""
+        lines = (self._pending + chunk if self._pending else chunk).splitlines(keepends=True)
         # A last line with no end yet (or only a ``\r``, which a ``\n`` may follow) waits for more.
-        pending = lines.pop() if lines and not lines[-1].endswith(b"\n") else b""
+        self._pending = lines.pop() if lines and not lines[-1].endswith(b"\n") else b""
+        return self._events(lines)
+
+    def close(self) -> list[tuple[str, object]]:
+        """The event of a last line the stream did not end."""
+        pending, self._pending = self._pending, b""
+        return self._events([pending]) if pending else []
+
+    def _events(self, lines: list[bytes]) -> list[tuple[str, object]]:
+        events: list[tuple[str, object]] = []
         for line in lines:
-            yield line.rstrip(b"\r\n")
-    if pending:
-        yield pending.rstrip(b"\r\n")
+            line = line.rstrip(b"\r\n")
+            if line.startswith(b"data:"):
+                payload = line[5:].strip()
+                if payload == b"[DONE]":
+                    events.append((self._event, _DONE))
+                elif payload:
+                    events.append((self._event, self._parse(payload)))
+            elif not line:
+                self._event = "message"
+            elif line.startswith(b"event:"):
+                self._event = line[6:].strip().decode("utf-8", "replace")
+        return events
+
+    def _parse(self, payload: bytes) -> object:
+        try:
+            return loads(payload)
+        except ValueError as exc:
+            shown = payload[:200].decode("utf-8", "replace")
+            raise ModelError(
+                f"{self._provider}: a stream event is not JSON ({self._url}): {exc}: {shown!r}",
+                error_type="invalid_response",
+                provider=self._provider,
+            ) from exc
 
 
 async def _sse_events(
-    lines: AsyncIterator[bytes], provider: str, url: str
+    chunks: AsyncIterator[bytes], provider: str, url: str
 ) -> AsyncIterator[tuple[str, object]]:
-    """(event name, JSON payload) for each ``data:`` line of a server-sent event stream; the name is
-    that of the ``event:`` line before it (``"message"`` when none). ``[DONE]`` comes as ``_DONE``."""
-    event = "message"
-    async for line in lines:
-        if not line:
-            event = "message"
-        elif line.startswith(b"data:"):
-            payload = line[5:].strip()
-            if payload == b"[DONE]":
-                yield event, _DONE
-            elif payload:
-                try:
-                    data = loads(payload)
-                except ValueError as exc:
-                    shown = payload[:200].decode("utf-8", "replace")
-                    raise ModelError(
-                        f"{provider}: a stream event is not JSON ({url}): {exc}: {shown!r}",
-                        error_type="invalid_response",
-                        provider=provider,
-                    ) from exc
-                yield event, data
-        elif line.startswith(b"event:"):
-            event = line[6:].strip().decode("utf-8", "replace")
+    """The (event name, JSON payload) pairs of a server-sent event byte stream (see SseDecoder)."""
+    decoder = SseDecoder(provider, url)
+    async for chunk in chunks:
+        for event in decoder.feed(chunk):
+            yield event
+    for event in decoder.close():
+        yield event
 
 
 def _stream_error(data: object, provider: str) -> ModelError:
@@ -277,10 +271,6 @@ def _stream_error(data: object, provider: str) -> ModelError:
     if isinstance(error, dict):
         data = error
     return error_from_body(data, provider=provider, status_code=None, fallback=f"error event: {data!r:.200}")
-
-
-def _endpoint(client: openai.AsyncOpenAI) -> str:
-    return str(client.base_url).rstrip("/") + "/chat/completions"
 
 
 # -- request ---------------------------------------------------------------------------------------
@@ -439,13 +429,14 @@ class StreamAssembler:
     done: bool = False
     """True once ``[DONE]`` came (the server's end-of-stream marker)."""
     choices_seen: bool = False
+    _text_metadata: ChatResponseMetadata | None = field(default=None, repr=False, compare=False)
 
     def feed(self, chunk: object) -> str | None:
         """Take in one chunk (or the ``[DONE]`` marker); returns its text delta (or None)."""
         if chunk is _DONE:
             self.done = True
             return None
-        if not isinstance(chunk, Mapping):
+        if type(chunk) is not dict and not isinstance(chunk, Mapping):
             return None
         # Once per delta: read in place, copy nothing (the chunk is this stream's own parsed JSON).
         if self.id is None:
@@ -459,14 +450,16 @@ class StreamAssembler:
         if not choices or not isinstance(choices, list | tuple):
             return None
         self.choices_seen = True
-        choice = next((c for c in choices if isinstance(c, Mapping) and c.get("index", 0) == 0), None)
-        if choice is None:
-            return None
+        choice = choices[0]
+        if type(choice) is not dict or choice.get("index", 0) != 0:
+            choice = next((c for c in choices if isinstance(c, Mapping) and c.get("index", 0) == 0), None)
+            if choice is None:
+                return None
         finish = choice.get("finish_reason")
         if finish and isinstance(finish, str):
             self.finish_reason = finish
         delta = choice.get("delta")
-        if not isinstance(delta, Mapping):
+        if type(delta) is not dict and not isinstance(delta, Mapping):
             return None
         if "reasoning_content" in delta or "reasoning" in delta:
             self._add_reasoning(delta)
@@ -510,7 +503,14 @@ class StreamAssembler:
 
     def text_chunk(self, text: str) -> ChatResponse:
         """A chunk carrying one text delta."""
-        return ChatResponse((Generation(AssistantMessage(text)),), self._metadata(None))
+        metadata = self._text_metadata  # one object for the deltas that share it (it is frozen)
+        if metadata is None or (metadata.id, metadata.model, metadata.usage) != (
+            self.id,
+            self.model,
+            self.usage,
+        ):
+            metadata = self._text_metadata = self._metadata(None)
+        return ChatResponse((Generation(AssistantMessage(text)),), metadata)
 
     def final(self) -> ChatResponse:
         """The last chunk: whole tool calls, finish reason, usage, reasoning metadata."""

@@ -93,11 +93,7 @@ async def test_extra_headers_query_and_timeout_still_reach_the_request() -> None
 
 
 _json_values = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers()
-    | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text(),
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
     max_leaves=20,
 )
@@ -124,27 +120,38 @@ def test_text_that_is_not_json_is_a_value_error() -> None:
         _json.loads(b"{not json")
 
 
-async def _collect(chunks: list[bytes]) -> list[bytes]:
-    async def source() -> Any:
-        for chunk in chunks:
-            yield chunk
-
-    return [line async for line in openai_module._lines(source())]
+def _decode(chunks: list[bytes]) -> list[tuple[str, object]]:
+    decoder = openai_module.SseDecoder("openai", "http://127.0.0.1/v1/chat/completions")
+    events = [event for chunk in chunks for event in decoder.feed(chunk)]
+    return events + decoder.close()
 
 
 @given(
-    st.lists(st.text(alphabet="ab:{}é \"", max_size=6), min_size=1, max_size=6),
+    st.lists(st.tuples(st.sampled_from(["", "delta", "é"]), st.text(alphabet='ab:{}é "', max_size=6))),
     st.sampled_from(["\n", "\r\n", "\r"]),
     st.data(),
 )
-async def test_stream_lines_are_the_same_however_the_bytes_are_split(
-    lines: list[str], end: str, data: st.DataObject
+def test_stream_events_are_the_same_however_the_bytes_are_split(
+    frames: list[tuple[str, str]], end: str, data: st.DataObject
 ) -> None:
+    lines: list[str] = []
+    for event, text in frames:
+        lines += ([f"event: {event}"] if event else []) + [
+            f"data: {json.dumps(text, ensure_ascii=False)}",
+            "",
+        ]
     raw = "".join(line + end for line in lines).encode()
     cuts = sorted(data.draw(st.lists(st.integers(0, len(raw)), max_size=5)))
     chunks = [raw[a:b] for a, b in zip([0, *cuts], [*cuts, len(raw)], strict=True)]
 
-    assert await _collect(chunks) == [line.encode() for line in lines]
+    assert _decode(chunks) == [(event or "message", text) for event, text in frames]
+
+
+def test_a_last_event_without_a_line_end_still_counts_and_done_is_the_marker() -> None:
+    assert _decode([b"data: [DONE]\n", b'data: {"a"', b": 1}"]) == [
+        ("message", openai_module._DONE),
+        ("message", {"a": 1}),
+    ]
 
 
 def test_importing_the_openai_adapters_leaves_the_sdk_unimported_until_first_use() -> None:

@@ -31,6 +31,14 @@ from advisorchain.models.openai import OpenAIChatModel
 TIMEOUT = 0.5
 
 
+@pytest.fixture(autouse=True, params=["aiohttp", "sdk"])
+def http_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every fault on both ways a request travels: aiohttp (chosen when installed) and the SDK's
+    own httpx2 stack."""
+    monkeypatch.setenv("ADVISORCHAIN_HTTP", "auto" if request.param == "aiohttp" else "sdk")
+    return str(request.param)
+
+
 @pytest.fixture(scope="module")
 def _server() -> Iterator[FaultServer]:
     with running_server() as server:
