@@ -28,6 +28,7 @@ import contextlib
 import importlib
 import importlib.util
 import json
+import logging
 import os
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
@@ -236,6 +237,9 @@ class AiohttpPath:
         self.url = str(client.base_url).rstrip("/") + path
         self._security = security
         self._options_class = importlib.import_module(f"{sdk_module}._models").FinalRequestOptions
+        # The SDK's own retry log lines, on its logger: what watches them (advisorchain chat's
+        # "retrying" lines, a user's logging setup) sees the same on either path.
+        self._log = logging.getLogger(f"{sdk_module}._base_client")
         pool = _pool_of(client._client)
         connector = aiohttp.TCPConnector(
             limit=_pool_size(pool),
@@ -268,23 +272,31 @@ class AiohttpPath:
                     template.url, data=data, headers=sent, timeout=template.timeout
                 )
             except (aiohttp.ClientError, TimeoutError) as exc:
+                timed_out = isinstance(exc, TimeoutError)
+                what = "a timeout exception" if timed_out else "exception"
+                self._log.debug("Encountered %s: %s", what, type(exc).__name__)
                 if remaining > 0:
-                    await self._sleep(remaining, template, None)
+                    await self._sleep(retries_taken, template, None)
                     continue
                 raise connection_error(
                     exc, provider=self.provider, url=template.url, read_timeout=template.read_timeout
                 ) from exc
             if response.status < 400:
                 return _AiohttpReply(response, self.provider, template)
+            self._log.debug("Encountered an HTTP status error: %i", response.status)
             if remaining > 0 and self.client._should_retry(_StatusView(response)):
                 response.release()
-                await self._sleep(remaining, template, response.headers)
+                await self._sleep(retries_taken, template, response.headers)
                 continue
             raise await self._status_error(response, template)
         raise AssertionError("unreachable: the last attempt returns or raises")
 
-    async def _sleep(self, remaining: int, template: _Template, headers: Any) -> None:
-        await asyncio.sleep(self.client._calculate_retry_timeout(remaining, template.options, headers))
+    async def _sleep(self, retries_taken: int, template: _Template, headers: Any) -> None:
+        remaining = template.max_retries - retries_taken
+        seconds = self.client._calculate_retry_timeout(remaining, template.options, headers)
+        attempt, most = retries_taken + 1, template.max_retries
+        self._log.info("Retrying request in %f seconds (retry %i of %s)", seconds, attempt, most)
+        await asyncio.sleep(seconds)
 
     async def _status_error(self, response: aiohttp.ClientResponse, template: _Template) -> ModelError:
         """The provider's error for a 4xx/5xx answer, as the SDK path reports it."""

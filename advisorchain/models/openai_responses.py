@@ -23,9 +23,9 @@ Importable from ``advisorchain.models.openai`` too. The mapping:
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ModelError
@@ -44,7 +44,6 @@ from ._common import (
     as_list,
     as_str,
     check_request_allowed,
-    connection_error,
     error_from_body,
     finish_reason_or_default,
     layer_params,
@@ -53,9 +52,12 @@ from ._common import (
     split_sdk_options,
     tool_definitions,
 )
+from ._json import loads
 from ._loops import LoopClients
 from ._media import responses_parts
-from ._openai_client import client_for, derive_client, model_error, require_sdk
+from ._openai_client import client_for, derive_client, http_path, require_sdk
+from ._sse import DONE, sse_events
+from ._transport import HttpPath
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -104,27 +106,25 @@ class OpenAIResponsesChatModel:
         self.provider = provider_name
         self.defaults: dict[str, Any] = dict(defaults)
         self.client = client_for(type(self).__name__, model, client, base_url, api_key, max_retries)
-        self._clients = LoopClients(self.client, derive_client)
+        self._clients = LoopClients(
+            self.client, derive_client, partial(http_path, path="/responses", provider=provider_name)
+        )
 
     def __repr__(self) -> str:
         return f"OpenAIResponsesChatModel({self.model_name!r}, provider={self.provider!r})"
 
     async def call(self, prompt: Prompt) -> ChatResponse:
         """One Responses request; the whole answer as a ChatResponse."""
-        import openai
-
-        args = self._create_args(prompt, stream=False)
-        client = await self._clients.current()
-        check_request_allowed(self.provider, client)
+        path: HttpPath = await self._clients.current_companion()
+        check_request_allowed(self.provider, path.client)
+        reply = await path.send(*self._body(prompt, stream=False), stream=False)
+        content = await reply.read()
         try:
-            raw = await client.responses.with_raw_response.create(**args)
-        except openai.OpenAIError as exc:
-            raise model_error(exc, self.provider, _endpoint(client)) from exc
-        try:
-            body = raw.http_response.json()
+            body = loads(content)
         except ValueError as exc:
             raise ModelError(
-                f"{self.provider} answered with a body that is not JSON: {exc}", provider=self.provider
+                f"{self.provider} answered with a body that is not JSON ({path.url}): {exc}",
+                provider=self.provider,
             ) from exc
         return parse_response(_checked(body, "the response body", self.provider), self.provider)
 
@@ -132,26 +132,22 @@ class OpenAIResponsesChatModel:
         """A streamed request: text deltas as they come, then one last chunk with the whole function
         calls, the finish reason, usage and the items to send back. Closing the iterator closes
         the response."""
-        import httpx2
-        import openai
-
-        args = self._create_args(prompt, stream=True)
         assembler = ResponsesStreamAssembler(self.provider)
-        client = await self._clients.current()
-        check_request_allowed(self.provider, client)
-        url = _endpoint(client)
+        path: HttpPath = await self._clients.current_companion()
+        check_request_allowed(self.provider, path.client)
+        reply = await path.send(*self._body(prompt, stream=True), stream=True)
         try:
-            async with client.responses.with_streaming_response.create(**args) as response:
-                async for data in _sse_payloads(response.iter_lines(), self.provider):
-                    text = assembler.feed(_checked(data, "a stream event", self.provider))
-                    if text:
-                        yield assembler.text_chunk(text)
-                    if assembler.done:
-                        break
-        except openai.OpenAIError as exc:
-            raise model_error(exc, self.provider, url) from exc
-        except httpx2.TransportError as exc:  # the connection broke (or stalled) mid-stream
-            raise connection_error(exc, provider=self.provider, url=url, mid_stream=True) from exc
+            async for _, data in sse_events(reply.chunks(), self.provider, path.url):
+                if data is DONE:
+                    break
+                text = assembler.feed(_checked(data, "a stream event", self.provider))
+                if text:
+                    yield assembler.text_chunk(text)
+                if assembler.done:
+                    await reply.finish()
+                    break
+        finally:
+            await reply.aclose()
         yield assembler.final()
 
     def request_body(self, prompt: Prompt, *, stream: bool = False) -> dict[str, Any]:
@@ -189,34 +185,11 @@ class OpenAIResponsesChatModel:
         params.pop("stream", None)
         return {k: v for k, v in params.items() if v is not None}
 
-    def _create_args(self, prompt: Prompt, stream: bool) -> dict[str, Any]:
-        # The body travels in extra_body as is (no TypedDict transform of every input item per
-        # request); the answer is read raw. HTTP errors and retries stay the SDK's.
-        body, sdk_options = split_sdk_options(self._params(prompt))
-        return {"stream": stream, "extra_body": body, **sdk_options}
-
-
-def _endpoint(client: openai.AsyncOpenAI) -> str:
-    return str(client.base_url).rstrip("/") + "/responses"
-
-
-async def _sse_payloads(lines: AsyncIterator[str], provider: str) -> AsyncIterator[object]:
-    """The JSON payloads of an event stream's ``data:`` lines (the event's ``type`` is inside each)."""
-    async for line in lines:
-        if not line.startswith("data:"):
-            continue
-        payload = line[5:].strip()
-        if payload == "[DONE]":
-            return
-        if payload:
-            try:
-                yield json.loads(payload)
-            except ValueError as exc:
-                raise ModelError(
-                    f"{provider}: a stream event is not JSON ({exc}): {payload[:200]!r}",
-                    error_type="invalid_response",
-                    provider=provider,
-                ) from exc
+    def _body(self, prompt: Prompt, *, stream: bool) -> tuple[dict[str, Any], dict[str, Any]]:
+        """(the JSON body, the SDK request options) for ``prompt``: built once and sent as it is
+        (no TypedDict transform of every input item per request); the answer is read raw."""
+        params, sdk_options = split_sdk_options(self._params(prompt))
+        return {"model": params.pop("model"), "stream": stream, **params}, sdk_options
 
 
 def _checked(data: object, what: str, provider: str) -> dict[str, Any]:

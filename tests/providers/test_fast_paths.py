@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from advisorchain.messages import AssistantMessage, ToolCall, ToolResponse, ToolResponseMessage, UserMessage
 from advisorchain.model import ChatOptions, Prompt
-from advisorchain.models import _json
+from advisorchain.models import _json, _sse
 from advisorchain.models import openai as openai_module
 from advisorchain.models.openai import OpenAIChatModel
 
@@ -121,7 +121,7 @@ def test_text_that_is_not_json_is_a_value_error() -> None:
 
 
 def _decode(chunks: list[bytes]) -> list[tuple[str, object]]:
-    decoder = openai_module.SseDecoder("openai", "http://127.0.0.1/v1/chat/completions")
+    decoder = _sse.SseDecoder("openai", "http://127.0.0.1/v1/chat/completions")
     events = [event for chunk in chunks for event in decoder.feed(chunk)]
     return events + decoder.close()
 
@@ -149,7 +149,7 @@ def test_stream_events_are_the_same_however_the_bytes_are_split(
 
 def test_a_last_event_without_a_line_end_still_counts_and_done_is_the_marker() -> None:
     assert _decode([b"data: [DONE]\n", b'data: {"a"', b": 1}"]) == [
-        ("message", openai_module._DONE),
+        ("message", _sse.DONE),
         ("message", {"a": 1}),
     ]
 
