@@ -54,6 +54,7 @@ from ._openai_client import client_for, derive_client, http_path, require_sdk
 from ._sse import DONE as _DONE
 from ._sse import sse_events
 from ._transport import HttpPath
+from ._wire import WireCache
 
 if TYPE_CHECKING:
     import openai
@@ -98,6 +99,8 @@ class OpenAIChatModel:
         self.replay_reasoning = replay_reasoning
         self.defaults: dict[str, Any] = dict(defaults)
         self.client = client_for(type(self).__name__, model, client, base_url, api_key, max_retries)
+        self._wire = WireCache(partial(_wire_message, replay_reasoning=replay_reasoning))
+        self._wire_replays = replay_reasoning
         self._clients = LoopClients(
             self.client, derive_client, partial(http_path, path="/chat/completions", provider=provider_name)
         )
@@ -165,13 +168,22 @@ class OpenAIChatModel:
 
     def request_body(self, prompt: Prompt, *, stream: bool = False) -> dict[str, Any]:
         """The JSON body this model sends for ``prompt`` (SDK options such as headers left out)."""
-        body, _ = split_sdk_options(self._params(prompt, stream))
+        fresh = WireCache(partial(_wire_message, replay_reasoning=self.replay_reasoning))  # yours to change
+        body, _ = split_sdk_options(self._params(prompt, stream, fresh))
         return {**body, "stream": stream}
 
-    def _params(self, prompt: Prompt, stream: bool) -> dict[str, Any]:
+    def _wire_cache(self) -> WireCache:
+        """The wire dicts of messages sent before (rebuilt if ``replay_reasoning`` was changed)."""
+        if self._wire_replays != self.replay_reasoning:
+            self._wire = WireCache(partial(_wire_message, replay_reasoning=self.replay_reasoning))
+            self._wire_replays = self.replay_reasoning
+        return self._wire
+
+    def _params(self, prompt: Prompt, stream: bool, wire: WireCache | None = None) -> dict[str, Any]:
+        wire = self._wire_cache() if wire is None else wire
         base: dict[str, Any] = {
             "model": self.model_name,
-            "messages": to_openai_messages(prompt.instructions, replay_reasoning=self.replay_reasoning),
+            "messages": wire.convert(prompt.instructions),
         }
         if stream:
             base["stream_options"] = {"include_usage": True}
@@ -223,21 +235,21 @@ def _response_format(schema: Mapping[str, Any]) -> dict[str, Any]:
 
 def to_openai_messages(messages: Sequence[Message], *, replay_reasoning: bool = True) -> list[dict[str, Any]]:
     """Chat Completions messages for ``messages``: one ``role=tool`` message per ToolResponse."""
-    wire: list[dict[str, Any]] = []
-    for message in messages:
-        if isinstance(message, SystemMessage):
-            wire.append({"role": "system", "content": message.text})
-        elif isinstance(message, UserMessage):
-            wire.append({"role": "user", "content": _user_content(message)})
-        elif isinstance(message, AssistantMessage):
-            wire.append(_assistant_param(message, replay_reasoning))
-        elif isinstance(message, ToolResponseMessage):
-            wire.extend(
-                {"role": "tool", "tool_call_id": r.id, "content": r.response_data} for r in message.responses
-            )
-        else:
-            raise TypeError(f"cannot send {message!r} to a chat model: it is not a Message")
-    return wire
+    return [item for message in messages for item in _wire_message(message, replay_reasoning)]
+
+
+def _wire_message(message: Message, replay_reasoning: bool) -> tuple[dict[str, Any], ...]:
+    if isinstance(message, UserMessage):
+        return ({"role": "user", "content": _user_content(message)},)
+    if isinstance(message, AssistantMessage):
+        return (_assistant_param(message, replay_reasoning),)
+    if isinstance(message, ToolResponseMessage):
+        return tuple(
+            {"role": "tool", "tool_call_id": r.id, "content": r.response_data} for r in message.responses
+        )
+    if isinstance(message, SystemMessage):
+        return ({"role": "system", "content": message.text},)
+    raise TypeError(f"cannot send {message!r} to a chat model: it is not a Message")
 
 
 def _user_content(message: UserMessage) -> str | list[dict[str, Any]]:

@@ -58,6 +58,7 @@ from ._media import responses_parts
 from ._openai_client import client_for, derive_client, http_path, require_sdk
 from ._sse import DONE, sse_events
 from ._transport import HttpPath
+from ._wire import WireCache
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -106,6 +107,7 @@ class OpenAIResponsesChatModel:
         self.provider = provider_name
         self.defaults: dict[str, Any] = dict(defaults)
         self.client = client_for(type(self).__name__, model, client, base_url, api_key, max_retries)
+        self._wire = WireCache(_input_items)
         self._clients = LoopClients(
             self.client, derive_client, partial(http_path, path="/responses", provider=provider_name)
         )
@@ -152,11 +154,12 @@ class OpenAIResponsesChatModel:
 
     def request_body(self, prompt: Prompt, *, stream: bool = False) -> dict[str, Any]:
         """The JSON body this model sends for ``prompt`` (SDK options such as headers left out)."""
-        body, _ = split_sdk_options(self._params(prompt))
+        body, _ = split_sdk_options(self._params(prompt, WireCache(_input_items)))  # yours to change
         return {**body, "stream": stream}
 
-    def _params(self, prompt: Prompt) -> dict[str, Any]:
-        base: dict[str, Any] = {"model": self.model_name, "input": to_responses_input(prompt.instructions)}
+    def _params(self, prompt: Prompt, wire: WireCache | None = None) -> dict[str, Any]:
+        items = (self._wire if wire is None else wire).convert(prompt.instructions)
+        base: dict[str, Any] = {"model": self.model_name, "input": items}
         request = option_params(prompt, max_tokens_key="max_output_tokens", stop_key="stop")
         if "stop" in request:
             raise ModelError(
@@ -226,22 +229,22 @@ def _json_schema_format(schema: Mapping[str, Any]) -> dict[str, Any]:
 
 def to_responses_input(messages: Sequence[Message]) -> list[dict[str, Any]]:
     """Responses API ``input`` items for ``messages``."""
-    items: list[dict[str, Any]] = []
-    for message in messages:
-        if isinstance(message, SystemMessage):
-            items.append({"role": "system", "content": message.text})
-        elif isinstance(message, UserMessage):
-            items.append({"role": "user", "content": _user_content(message)})
-        elif isinstance(message, AssistantMessage):
-            items.extend(_assistant_items(message))
-        elif isinstance(message, ToolResponseMessage):
-            items.extend(
-                {"type": "function_call_output", "call_id": r.id, "output": r.response_data}
-                for r in message.responses
-            )
-        else:
-            raise TypeError(f"cannot send {message!r} to a chat model: it is not a Message")
-    return items
+    return [item for message in messages for item in _input_items(message)]
+
+
+def _input_items(message: Message) -> tuple[dict[str, Any], ...]:
+    if isinstance(message, UserMessage):
+        return ({"role": "user", "content": _user_content(message)},)
+    if isinstance(message, AssistantMessage):
+        return tuple(_assistant_items(message))
+    if isinstance(message, ToolResponseMessage):
+        return tuple(
+            {"type": "function_call_output", "call_id": r.id, "output": r.response_data}
+            for r in message.responses
+        )
+    if isinstance(message, SystemMessage):
+        return ({"role": "system", "content": message.text},)
+    raise TypeError(f"cannot send {message!r} to a chat model: it is not a Message")
 
 
 def _user_content(message: UserMessage) -> str | list[dict[str, Any]]:

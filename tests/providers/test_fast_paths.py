@@ -8,6 +8,7 @@ import json
 import math
 import subprocess
 import sys
+from functools import partial
 from typing import Any
 
 import httpx2
@@ -20,6 +21,7 @@ from advisorchain.messages import AssistantMessage, ToolCall, ToolResponse, Tool
 from advisorchain.model import ChatOptions, Prompt
 from advisorchain.models import _json, _sse
 from advisorchain.models import openai as openai_module
+from advisorchain.models._wire import WireCache
 from advisorchain.models.openai import OpenAIChatModel
 
 COMPLETION = {
@@ -165,3 +167,63 @@ def test_importing_the_openai_adapters_leaves_the_sdk_unimported_until_first_use
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
 
     assert done.stdout.split() == ["False", "True"]
+
+
+# -- wire dicts kept across rounds -----------------------------------------------------------------
+
+_messages = st.lists(
+    st.one_of(
+        st.builds(UserMessage, st.text(max_size=8)),
+        st.builds(AssistantMessage, st.none() | st.text(max_size=8)),
+        st.builds(
+            AssistantMessage,
+            st.none(),
+            st.lists(
+                st.builds(ToolCall, st.text(min_size=1, max_size=4), st.just("f"), st.just("{}")), max_size=2
+            ),
+        ),
+        st.builds(
+            ToolResponseMessage,
+            st.lists(
+                st.builds(ToolResponse, st.text(max_size=4), st.just("f"), st.text(max_size=8)), max_size=2
+            ),
+        ),
+    ),
+    max_size=8,
+)
+
+
+@given(_messages, _messages, st.integers(1, 6))
+def test_cached_wire_dicts_are_what_a_fresh_conversion_gives(
+    first: list[Any], second: list[Any], size: int
+) -> None:
+    cache = WireCache(partial(openai_module._wire_message, replay_reasoning=True), size=size)
+    for messages in (first, first + second, second + first, first):  # history grows, reorders, repeats
+        assert cache.convert(messages) == openai_module.to_openai_messages(messages)
+    assert cache.size <= size
+
+
+def test_a_message_sent_again_is_not_converted_again() -> None:
+    built: list[object] = []
+
+    def build(message: Any) -> tuple[dict[str, Any], ...]:
+        built.append(message)
+        return openai_module._wire_message(message, True)
+
+    cache = WireCache(build)
+    question, answer = UserMessage("hi"), AssistantMessage("hello")
+    cache.convert([question])
+    cache.convert([question, answer])
+    cache.convert([question, answer, UserMessage("hi")])  # equal to the first, but a new message
+
+    assert len(built) == 3
+    assert built[2] is not question
+
+
+def test_request_body_is_the_callers_to_change() -> None:
+    model = OpenAIChatModel("m", base_url="http://127.0.0.1:9/v1")
+    prompt = Prompt([UserMessage("hi")])
+    model.request_body(prompt)["messages"][0]["content"] = "changed"
+
+    assert model.request_body(prompt)["messages"][0]["content"] == "hi"
+    assert model._params(prompt, stream=False)["messages"][0]["content"] == "hi"
