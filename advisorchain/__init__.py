@@ -1,95 +1,106 @@
-"""advisorchain: Spring AI's advisor chain and recursive advisors for Python."""
+"""advisorchain: Spring AI's advisor chain and recursive advisors for Python.
 
-from .advisors import (
-    AdvisorChain,
-    AdvisorParams,
-    BaseAdvisor,
-    CallAdvisor,
-    CallAdvisorChain,
-    ChatClientRequest,
-    ChatClientResponse,
-    MemoryAdvisor,
-    MessageChatMemoryAdvisor,
-    Ordered,
-    SafeGuardAdvisor,
-    SimpleLoggerAdvisor,
-    StreamAdvisor,
-    StreamAdvisorChain,
-    StructuredOutputValidationAdvisor,
-    TodoReminderAdvisor,
-    ToolAdvisor,
-    ToolCallingAdvisor,
-    ToolSearchToolCallingAdvisor,
-)
-from .client import (
-    AsyncCallResponseSpec,
-    AsyncStreamResponseSpec,
-    CallResponseSpec,
-    ChatClient,
-    ChatClientRequestSpec,
-    StreamResponseSpec,
-)
-from .errors import (
-    AdvisorChainError,
-    ChainConfigurationError,
-    MaxIterationsExceeded,
-    ModelError,
-    StructuredOutputValidationError,
-    SyncInAsyncContextError,
-    ToolCallLimitExceeded,
-    ToolExecutionError,
-)
-from .memory import (
-    AtomicChatMemoryRepository,
-    ChatMemory,
-    ChatMemoryDecodeError,
-    ChatMemoryRepository,
-    InMemoryChatMemoryRepository,
-    MessageWindowChatMemory,
-    PostgresChatMemoryRepository,
-    RedisChatMemoryRepository,
-    SQLiteChatMemoryRepository,
-)
-from .messages import (
-    AssistantMessage,
-    Media,
-    Message,
-    MessageType,
-    SystemMessage,
-    ToolCall,
-    ToolResponse,
-    ToolResponseMessage,
-    UserMessage,
-    message_from_dict,
-    message_to_dict,
-)
-from .model import (
-    ChatClientMessageAggregator,
-    ChatModel,
-    ChatOptions,
-    ChatResponse,
-    ChatResponseMetadata,
-    Generation,
-    Prompt,
-    Usage,
-)
-from .output import OutputConverter
-from .testing import FunctionChatModel, ScriptedChatModel
-from .tools import (
-    Approved,
-    Denied,
-    FunctionTool,
-    InvalidToolArgumentsError,
-    ToolCallback,
-    ToolCallingManager,
-    ToolContext,
-    ToolDefinition,
-    ToolExecutionResult,
-    ToolMetadata,
-    tool,
-    tool_callbacks,
-)
-from .tools.todo import TodoItem, TodoTools
+The public names below are imported on first use (PEP 562): ``import advisorchain.models.openai``
+or ``advisorchain.messages`` loads only what it needs, not every advisor, memory backend and tool
+module (and their pydantic and jsonschema), which a process of agents pays once at start-up and a
+command line on every run."""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .advisors import (
+        AdvisorChain,
+        AdvisorParams,
+        BaseAdvisor,
+        CallAdvisor,
+        CallAdvisorChain,
+        ChatClientRequest,
+        ChatClientResponse,
+        MemoryAdvisor,
+        MessageChatMemoryAdvisor,
+        Ordered,
+        SafeGuardAdvisor,
+        SimpleLoggerAdvisor,
+        StreamAdvisor,
+        StreamAdvisorChain,
+        StructuredOutputValidationAdvisor,
+        TodoReminderAdvisor,
+        ToolAdvisor,
+        ToolCallingAdvisor,
+        ToolSearchToolCallingAdvisor,
+    )
+    from .client import (
+        AsyncCallResponseSpec,
+        AsyncStreamResponseSpec,
+        CallResponseSpec,
+        ChatClient,
+        ChatClientRequestSpec,
+        StreamResponseSpec,
+    )
+    from .errors import (
+        AdvisorChainError,
+        ChainConfigurationError,
+        MaxIterationsExceeded,
+        ModelError,
+        StructuredOutputValidationError,
+        SyncInAsyncContextError,
+        ToolCallLimitExceeded,
+        ToolExecutionError,
+    )
+    from .memory import (
+        AtomicChatMemoryRepository,
+        ChatMemory,
+        ChatMemoryDecodeError,
+        ChatMemoryRepository,
+        InMemoryChatMemoryRepository,
+        MessageWindowChatMemory,
+        PostgresChatMemoryRepository,
+        RedisChatMemoryRepository,
+        SQLiteChatMemoryRepository,
+    )
+    from .messages import (
+        AssistantMessage,
+        Media,
+        Message,
+        MessageType,
+        SystemMessage,
+        ToolCall,
+        ToolResponse,
+        ToolResponseMessage,
+        UserMessage,
+        message_from_dict,
+        message_to_dict,
+    )
+    from .model import (
+        ChatClientMessageAggregator,
+        ChatModel,
+        ChatOptions,
+        ChatResponse,
+        ChatResponseMetadata,
+        Generation,
+        Prompt,
+        Usage,
+    )
+    from .output import OutputConverter
+    from .testing import FunctionChatModel, ScriptedChatModel
+    from .tools import (
+        Approved,
+        Denied,
+        FunctionTool,
+        InvalidToolArgumentsError,
+        ToolCallback,
+        ToolCallingManager,
+        ToolContext,
+        ToolDefinition,
+        ToolExecutionResult,
+        ToolMetadata,
+        tool,
+        tool_callbacks,
+    )
+    from .tools.todo import TodoItem, TodoTools
 
 __version__ = "0.1.0"
 
@@ -174,3 +185,34 @@ __all__ = [
     "tool",
     "tool_callbacks",
 ]
+
+
+# Where the public names live, lightest first: a name is looked up in these modules in turn.
+_HOMES = (
+    ".errors",
+    ".messages",
+    ".model",
+    ".output",
+    ".client",
+    ".advisors",
+    ".tools",
+    ".tools.todo",
+    ".memory",
+    ".testing",
+)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in __all__:
+        raise AttributeError(f"module 'advisorchain' has no attribute {name!r}")
+    for home in _HOMES:
+        module = importlib.import_module(home, __name__)
+        if hasattr(module, name):
+            value = getattr(module, name)
+            globals()[name] = value  # found once: later lookups are plain attribute reads
+            return value
+    raise AttributeError(f"advisorchain.__all__ names {name!r}, but none of its modules defines it")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -18,9 +18,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
+from .._tool_types import ToolDefinition
 from ..errors import ModelError
 from ..model import ChatOptions, Prompt
-from ..tools.api import ToolDefinition
 
 __all__ = [
     "SDK_OPTION_KEYS",

@@ -30,6 +30,7 @@ import importlib.util
 import json
 import logging
 import os
+import weakref
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, cast
@@ -251,6 +252,7 @@ class AiohttpPath:
         # and aiohttp would look for one, and for a .netrc, in a thread on every request.
         self._session = aiohttp.ClientSession(connector=connector, auto_decompress=True)
         self._templates: dict[str, _Template] = {}
+        weakref.finalize(self, _close_abandoned, self._session)
 
     async def aclose(self) -> None:
         """Close the session's connections (at the end of its event loop)."""
@@ -440,6 +442,19 @@ class _AiohttpReply:
 
 
 _FINISH_WAIT_S = 0.25
+
+
+def _close_abandoned(session: aiohttp.ClientSession) -> None:
+    """At garbage collection, a session its loop never closed (a loop closed without shutting
+    down its async generators, as some frameworks' loops are): its connections are closed here,
+    or, when the loop is gone, left to close their sockets as they are collected."""
+    if session.closed:
+        return
+    connector = session.connector
+    with contextlib.suppress(Exception):  # nothing to report to at garbage collection
+        if connector is not None:
+            connector._close()
+    session._connector = None  # closed: nothing of it is usable, nothing to warn about
 
 
 def _timeouts(value: object) -> dict[str, float | None]:
