@@ -84,6 +84,10 @@ class Cell:
             spec["variants"] = [{"label": label, "options": options} for label, options in impl.variants]
         return spec
 
+    def summary(self, got: dict[str, Any]) -> str:
+        """One progress line for a measured repetition."""
+        return f"{1000 * got['wall_per_run_s']:8.2f} ms/run"
+
 
 FULL_CELLS = (
     Cell("seq", "sequential, 0 ms", "weather", runs=200),

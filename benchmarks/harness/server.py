@@ -22,6 +22,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import resource
 import sys
 import time
 from pathlib import Path
@@ -141,7 +142,14 @@ async def _read_body(reader: asyncio.StreamReader, headers: dict[str, str]) -> b
 async def serve(port: int) -> None:
     """Listen on 127.0.0.1:``port`` (0 picks one), print ``PORT <n>``, serve until killed."""
     app = ScriptedServer()
-    server = await asyncio.start_server(app.handle, "127.0.0.1", port, backlog=4096, limit=1 << 24)
+    # The scale probes open thousands of connections at once: as many open files as allowed, and
+    # the longest accept queue the kernel grants (it caps the backlog at net.core.somaxconn).
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = hard if hard != resource.RLIM_INFINITY else 1 << 16
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        with contextlib.suppress(ValueError, OSError):  # a platform that refuses keeps its limit
+            resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+    server = await asyncio.start_server(app.handle, "127.0.0.1", port, backlog=65535, limit=1 << 24)
     print(f"PORT {server.sockets[0].getsockname()[1]}", flush=True)
     async with server:
         await server.serve_forever()
