@@ -10,7 +10,8 @@ It prints ``PORT <n>`` once listening. Routes:
   e.g. ``weather+k200+lat50``), streamed when ``stream`` is true, answered after its latency. A
   tool message with a wrong result is answered 400 and counted as bad, so a run that skipped its
   tools fails loudly.
-* ``GET /stats`` — ``{"requests", "bad", "cpu_s"}`` (requests served, bad ones, server CPU seconds).
+* ``GET /stats`` — ``{"requests", "bad", "messages", "cpu_s"}`` (requests served, bad ones, messages
+  received in all completion requests, server CPU seconds).
 
 Bodies are built once per (model, round, stream, usage) and cached, so the server costs the
 same for every client under test.
@@ -52,6 +53,7 @@ class ScriptedServer:
     def __init__(self) -> None:
         self.requests = 0
         self.bad = 0
+        self.messages = 0
         self._cache: dict[tuple[str, int, bool, bool], bytes] = {}
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -73,7 +75,12 @@ class ScriptedServer:
 
     async def _route(self, method: str, path: str, body: bytes) -> bytes:
         if method == "GET" and path.startswith("/stats"):
-            stats = {"requests": self.requests, "bad": self.bad, "cpu_s": time.process_time()}
+            stats = {
+                "requests": self.requests,
+                "bad": self.bad,
+                "messages": self.messages,
+                "cpu_s": time.process_time(),
+            }
             return _response(200, json.dumps(stats).encode())
         if method == "POST" and path.endswith("/chat/completions"):
             self.requests += 1
@@ -90,6 +97,7 @@ class ScriptedServer:
         except ValueError as exc:
             return self._bad(str(exc)), 0.0
         messages = request.get("messages") or []
+        self.messages += len(messages)
         problem = check_tool_messages(scenario, messages)
         if problem is not None:
             return self._bad(problem), 0.0

@@ -257,9 +257,10 @@ async def _probe_inflight(module: Any, spec: dict[str, Any], probe: dict[str, An
 
 async def _two_points(
     probe: dict[str, Any], server: str, scenario: Scenario, runners: list[Any], expected: list[str]
-) -> tuple[float, float]:
-    """Warm up and time the two ``runners`` (one per point, taking turns slice by slice); the
-    fastest slice's CPU per run of each."""
+) -> tuple[float, float, int, list[int]]:
+    """Warm up and time the two ``runners`` (one per point, taking turns slice by slice): the
+    fastest slice's CPU per run of each, the messages the server received meanwhile and the runs
+    of each point, warm-up included."""
     lanes = [_Lanes(run, text) for run, text in zip(runners, expected, strict=True)]
     first = _server_stats(server)
     for lane in lanes:
@@ -272,7 +273,8 @@ async def _two_points(
     runs = sum(len(lane.latencies) for lane in lanes)
     _check_requests(scenario, int(probe["warmup"]) * len(lanes) + runs, first, last)
     low, high = (min(c for _, c in t) for t in timings)
-    return low, high
+    counts = [int(probe["warmup"]) + len(lane.latencies) for lane in lanes]
+    return low, high, last["messages"] - first["messages"], counts
 
 
 async def _probe_history(module: Any, spec: dict[str, Any], probe: dict[str, Any]) -> dict[str, Any]:
@@ -286,14 +288,19 @@ async def _probe_history(module: Any, spec: dict[str, Any], probe: dict[str, Any
     try:
         expected = scenario.expected_text(False)
         runners = [runner(h) for h in histories]
-        low, high = await _two_points(probe, spec["server"], scenario, runners, [expected] * 2)
+        low, high, received, runs = await _two_points(
+            probe, spec["server"], scenario, runners, [expected] * 2
+        )
     finally:
         await impl.aclose()
+    # one model call per run (loop-0): the history, then the user's question
+    sent = sum(r * (n + 1) for r, n in zip(runs, probe["points"], strict=True))
+    if scenario.rounds == 0 and received != sent:
+        raise AssertionError(f"the server received {received} messages; the histories make {sent}")
     extra_messages = probe["points"][1] - probe["points"][0]
     return {
         "ok": True,
         "runs": int(probe["runs"]),
-        "wall_per_run_s": low,
         "cpu_low_per_run_s": low,
         "cpu_high_per_run_s": high,
         # every model call of the run sends the whole history once
@@ -325,7 +332,7 @@ async def _probe_stream(module: Any, spec: dict[str, Any], probe: dict[str, Any]
     runners = [_first_token_timed(impl, ft) for impl, ft in zip(impls, first_tokens, strict=True)]
     try:
         expected = [s.expected_text(True) for s in scenarios]
-        low, high = await _two_points(probe, spec["server"], scenarios[0], runners, expected)
+        low, high, _, _ = await _two_points(probe, spec["server"], scenarios[0], runners, expected)
     finally:
         for impl in impls:
             await impl.aclose()
@@ -334,7 +341,6 @@ async def _probe_stream(module: Any, spec: dict[str, Any], probe: dict[str, Any]
     return {
         "ok": True,
         "runs": int(probe["runs"]),
-        "wall_per_run_s": low,
         "cpu_low_per_run_s": low,
         "cpu_high_per_run_s": high,
         # the chunk count is the final answer's; the tool round before it is the same at both points
@@ -369,7 +375,6 @@ async def _probe_import(module: Any, spec: dict[str, Any], probe: dict[str, Any]
     return {
         "ok": True,
         "runs": int(probe["repeat"]),
-        "wall_per_run_s": statistics.median(times[subject]),
         "import_subject_s": statistics.median(times[subject]),
         "import_reference_s": statistics.median(times[reference]),
     }
