@@ -63,6 +63,8 @@ class Cell:
     impls: tuple[Implementation, ...] = MAIN_SET
     warmup: int = 10
     slices: int = 5
+    timeout_s: float = 300
+    """How long one worker may take over this cell before it is reported as failed."""
 
     @property
     def model(self) -> str:

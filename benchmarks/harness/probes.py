@@ -56,6 +56,8 @@ class Probe:
     points: tuple[int, int] = (0, 0)
     repeat: int = 5
     impls: tuple[Implementation, ...] = PROBE_IMPLS
+    timeout_s: float = 300
+    """How long one worker may take over this probe before it is reported as failed."""
 
     def model(self, point: int | None = None) -> str:
         """The scenario string the server reads (for ``stream``, the one with ``point`` chunks)."""
@@ -112,6 +114,7 @@ PROBES = (
             in_flight=n,
             runs=runs,
             warmup=20,
+            timeout_s=600,  # 5,000 runs at 40 runs/s take two minutes already
         )
         for n, runs in ((1000, 2000), (5000, 5000))
     ),

@@ -26,7 +26,6 @@ from harness.venvs import BENCH_DIR, PEER_REQUIREMENTS, Environment, ensure_peer
 WORKER = BENCH_DIR / "harness" / "worker.py"
 SERVER = BENCH_DIR / "harness" / "server.py"
 OUT_DIR = BENCH_DIR / ".out"
-WORKER_TIMEOUT_S = 300
 
 Measured = Cell | Probe
 """A row of the report: a cell of the main table or a scale probe (both know their worker spec)."""
@@ -71,16 +70,17 @@ def run_worker(python: Path, impl: Implementation, cells: list[Measured], server
         "server": server.url,
         "cells": [c.worker_spec(impl) for c in cells],
     }
+    timeout = sum(c.timeout_s for c in cells)
     try:
         done = subprocess.run(
             [str(python), str(WORKER), json.dumps(spec)],
             capture_output=True,
             text=True,
-            timeout=WORKER_TIMEOUT_S * len(cells),
+            timeout=timeout,
             check=False,
         )
     except subprocess.TimeoutExpired:
-        return {"ok": False, "error": f"worker ran past {WORKER_TIMEOUT_S} s per cell"}
+        return {"ok": False, "error": f"worker ran past {timeout:g} s ({len(cells)} cell(s))"}
     for line in reversed(done.stdout.splitlines()):
         if line.startswith("RESULT "):
             return json.loads(line[len("RESULT ") :])  # type: ignore[no-any-return]
