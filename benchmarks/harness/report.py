@@ -299,6 +299,57 @@ def _probe_notes(probes: tuple[Probe, ...]) -> list[str]:
     return notes
 
 
+_PROBE_DETAILS: dict[str, tuple[tuple[str, str, float, int], ...]] = {
+    "inflight": (
+        ("runs/s", "runs_per_s", 1, 0),
+        ("p50 ms", "p50_ms", 1, 0),
+        ("p99 ms", "p99_ms", 1, 0),
+        ("lag p50 ms", "lag_p50_ms", 1, 2),
+        ("lag p99 ms", "lag_p99_ms", 1, 1),
+        ("KB per run in flight", "kb_per_run", 1, 1),
+        ("client CPU ms/run", "cpu_per_run_s", 1000, 2),
+        ("server CPU ms/run", "server_cpu_per_run_s", 1000, 2),
+    ),
+    "history": (
+        ("CPU ms/run, fewer messages", "cpu_low_per_run_s", 1000, 3),
+        ("CPU ms/run, more messages", "cpu_high_per_run_s", 1000, 3),
+        ("µs per message per round", "us_per_message", 1, 3),
+    ),
+    "stream": (
+        ("CPU ms/run, fewer chunks", "cpu_low_per_run_s", 1000, 3),
+        ("CPU ms/run, more chunks", "cpu_high_per_run_s", 1000, 3),
+        ("µs per chunk", "us_per_chunk", 1, 2),
+        ("first token ms", "ttft_ms", 1, 2),
+        ("first token ms, more chunks", "ttft_high_ms", 1, 2),
+    ),
+    "import": (
+        ("import advisorchain.models.openai s", "import_subject_s", 1, 3),
+        ("import openai s", "import_reference_s", 1, 3),
+    ),
+}
+"""Per probe kind, the columns of its details table: (header, metric, scale, decimals)."""
+
+
+def _probe_details(probe: Probe, got: Mapping[str, Outcome]) -> list[str]:
+    columns = _PROBE_DETAILS[probe.kind]
+    lines = [
+        f"**{probe.title}**",
+        "",
+        "| implementation | " + " | ".join(c[0] for c in columns) + " |",
+        "|---|" + "---:|" * len(columns),
+    ]
+    for label, o in got.items():
+        if not o.results:
+            lines.append(f"| {label} | failed: {o.error} |" + " |" * (len(columns) - 1))
+            continue
+        cells = [
+            f"{scale * o.median(metric):.{digits}f}" if all(metric in r for r in o.results) else "—"
+            for _, metric, scale, digits in columns
+        ]
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return [*lines, ""]
+
+
 def _details(cell: Cell, got: Mapping[str, Outcome]) -> list[str]:
     lines = [
         f"**{cell.title}** — `{cell.scenario}`, {cell.runs} runs, concurrency {cell.concurrency}, "
@@ -408,10 +459,12 @@ def render(
     if probes:
         out += ["", "## Scale probes: advisorchain against the aiohttp floor (medians over repetitions)", ""]
         out += [*_probe_table(probes, outcomes), "", *_probe_notes(probes)]
-    if cells:
+    if cells or probes:
         out += ["", "## Details (medians over repetitions)", ""]
     for cell in cells:
         out += _details(cell, outcomes[cell.key])
+    for probe in probes:
+        out += _probe_details(probe, outcomes.get(probe.key, {}))
     failures = _failures(outcomes, (*cells, *probes))
     if failures:
         out += ["## Not measured", "", *failures, ""]

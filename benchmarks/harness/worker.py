@@ -252,6 +252,7 @@ async def _probe_inflight(module: Any, spec: dict[str, Any], probe: dict[str, An
         "lag_p99_ms": 1000 * _percentile(ticker.lags, 0.99) if ticker.lags else 0.0,
         "ticks": len(ticker.lags),
         "kb_per_run": (ticker.peak_rss - before) / 1024 / in_flight,
+        "server_cpu_per_run_s": (last["cpu_s"] - first["cpu_s"]) / (warmup + runs),
     }
 
 

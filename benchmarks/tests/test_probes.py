@@ -198,3 +198,9 @@ def test_report_names_a_probe_that_failed() -> None:
     text = report.render((), outcomes, reps=1, quick=False, seconds=1.0, peers={}, probes=PROBES[2:3])
     assert "| failed | failed | — | ≤ 0.3 µs | not measured |" in text
     assert "- advisorchain, history 10 vs 200 messages: worker ran past 300 s per cell" in text
+
+
+def test_report_details_list_each_probe_figure_per_implementation() -> None:
+    text = _probe_report()
+    assert "| advisorchain | 100 | 900 | 1000 | 240.00 | — | 39.0 | — | — |" in text
+    assert "| advisorchain | 0.250 | 0.580 |" in text  # the two import times
