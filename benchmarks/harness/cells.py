@@ -63,6 +63,8 @@ class Cell:
     impls: tuple[Implementation, ...] = MAIN_SET
     warmup: int = 10
     slices: int = 5
+    timeout_s: float = 300
+    """How long one worker may take over this cell before it is reported as failed."""
 
     @property
     def model(self) -> str:
@@ -83,6 +85,10 @@ class Cell:
         if impl.variants:
             spec["variants"] = [{"label": label, "options": options} for label, options in impl.variants]
         return spec
+
+    def summary(self, got: dict[str, Any]) -> str:
+        """One progress line for a measured repetition."""
+        return f"{1000 * got['wall_per_run_s']:8.2f} ms/run"
 
 
 FULL_CELLS = (

@@ -5,11 +5,13 @@ from __future__ import annotations
 import datetime
 import os
 import platform
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 from harness.cells import ADVISOR_COUNTS, Cell
+from harness.probes import Probe
 from harness.scenarios import Scenario
 
 BAR = 1.10
@@ -129,6 +131,225 @@ def _limit_line(cells: tuple[Cell, ...], outcomes: Outcomes) -> list[str]:
     return [f"- {target}: {verdict}"]
 
 
+@dataclass(frozen=True, slots=True)
+class _ProbeRow:
+    """One line of the probe table: a metric of a probe's results, and issue 13's target for it."""
+
+    what: str
+    metric: str
+    unit: str
+    digits: int
+    target: str = "—"
+    met: Callable[[float, float], bool] | None = None
+    """(floor's figure, advisorchain's) -> whether the target is met."""
+    added: bool = False
+    """Show advisorchain minus the floor instead of a ratio."""
+    reference: str | None = None
+    """A metric of advisorchain's own results that stands in for the floor's (the import probe)."""
+
+
+IN_FLIGHT_THROUGHPUT = 0.8
+IN_FLIGHT_P99 = 1.5
+KB_PER_RUN = 25.0
+US_PER_HISTORY_MESSAGE = 0.3
+US_PER_CHUNK = 6.0
+ADDED_FIRST_TOKEN_MS = 0.3
+IMPORT_S = 0.3
+"""Issue 13's targets for the scale probes."""
+
+_PROBE_ROWS: dict[str, tuple[_ProbeRow, ...]] = {
+    "inflight": (
+        _ProbeRow(
+            "throughput",
+            "runs_per_s",
+            "runs/s",
+            0,
+            f"≥ {IN_FLIGHT_THROUGHPUT:.2f}x",
+            lambda f, m: m >= IN_FLIGHT_THROUGHPUT * f,
+        ),
+        _ProbeRow("p50 latency per run", "p50_ms", "ms", 0),
+        _ProbeRow(
+            "p99 latency per run",
+            "p99_ms",
+            "ms",
+            0,
+            f"≤ {IN_FLIGHT_P99:.2f}x",
+            lambda f, m: m <= IN_FLIGHT_P99 * f,
+        ),
+        _ProbeRow("event-loop lag p50", "lag_p50_ms", "ms", 2),
+        _ProbeRow(
+            "memory per in-flight run",
+            "kb_per_run",
+            "KB",
+            1,
+            f"≤ {KB_PER_RUN:g} KB",
+            lambda f, m: m <= KB_PER_RUN,
+        ),
+    ),
+    "history": (
+        _ProbeRow(
+            "client CPU per extra history message per round",
+            "us_per_message",
+            "µs",
+            3,
+            f"≤ {US_PER_HISTORY_MESSAGE:g} µs",
+            lambda f, m: m <= US_PER_HISTORY_MESSAGE,
+        ),
+    ),
+    "stream": (
+        _ProbeRow(
+            "client CPU per streamed chunk",
+            "us_per_chunk",
+            "µs",
+            2,
+            f"≤ {US_PER_CHUNK:g} µs",
+            lambda f, m: m <= US_PER_CHUNK,
+        ),
+        _ProbeRow(
+            "time to first token",
+            "ttft_ms",
+            "ms",
+            2,
+            f"≤ +{ADDED_FIRST_TOKEN_MS:g} ms",
+            lambda f, m: m - f <= ADDED_FIRST_TOKEN_MS,
+            added=True,
+        ),
+    ),
+    "import": (
+        _ProbeRow(
+            "import time (floor column: `import openai` alone)",
+            "import_subject_s",
+            "s",
+            3,
+            f"≤ {IMPORT_S:g} s",
+            lambda f, m: m <= IMPORT_S,
+            reference="import_reference_s",
+        ),
+    ),
+}
+
+
+def _probe_figures(row: _ProbeRow, got: Mapping[str, Outcome]) -> tuple[float, float] | None:
+    floor, mine = got.get(LIMIT if row.reference is None else SUBJECT), got.get(SUBJECT)
+    if floor is None or mine is None or not floor.results or not mine.results:
+        return None
+    return floor.median(row.reference or row.metric), mine.median(row.metric)
+
+
+def _probe_table(probes: tuple[Probe, ...], outcomes: Outcomes) -> list[str]:
+    lines = [
+        f"| probe | {LIMIT} | {SUBJECT} | ratio | target | |",
+        "|---|---:|---:|---:|---|---|",
+    ]
+    for probe in probes:
+        got = outcomes.get(probe.key, {})
+        for row in _PROBE_ROWS[probe.kind]:
+            what = f"{probe.title}: {row.what} ({row.unit})"
+            figures = _probe_figures(row, got)
+            if figures is None:
+                lines.append(f"| {what} | failed | failed | — | {row.target} | not measured |")
+                continue
+            floor, mine = figures
+            if row.added:
+                compared = f"{mine - floor:+.{row.digits}f} {row.unit}"
+            else:
+                compared = f"{mine / floor:.2f}x" if floor > 0 else "—"
+            verdict = "—" if row.met is None else "**met**" if row.met(floor, mine) else "**not met**"
+            lines.append(
+                f"| {what} | {floor:.{row.digits}f} | {mine:.{row.digits}f} | {compared} | {row.target} "
+                f"| {verdict} |"
+            )
+    return lines
+
+
+def _probe_notes(probes: tuple[Probe, ...]) -> list[str]:
+    notes = []
+    for probe in probes:
+        if probe.kind == "inflight":
+            notes.append(
+                f"- {probe.title}: {probe.runs} agent runs of `{probe.scenario}` kept {probe.in_flight} "
+                f"in flight (after {probe.warmup} warm-up runs), one worker process per implementation "
+                "and repetition. Event-loop lag: how much later than 10 ms a ticker task's "
+                "`asyncio.sleep(0.01)` wakes during the wave. Memory: the resident set's peak during "
+                "the wave (sampled by the ticker) minus its size just before it, divided by the runs "
+                "in flight."
+            )
+        elif probe.kind == "history":
+            low, high = probe.points
+            notes.append(
+                f"- {probe.title}: client CPU per run of `{probe.scenario}` (one model call) after a "
+                f"history of {low} and of {high} user/assistant messages, {probe.runs} runs each in "
+                f"{probe.slices} interleaved slices (fastest slice kept); (CPU({high}) - CPU({low})) / "
+                f"{high - low} per model call."
+            )
+        elif probe.kind == "stream":
+            low, high = probe.points
+            notes.append(
+                f"- {probe.title}: client CPU per streamed run of `{probe.model(low)}` and "
+                f"`{probe.model(high)}` (fastest of {probe.slices} interleaved slices), "
+                f"(CPU({high}) - CPU({low})) / {high - low}; time to first token is the median wall "
+                f"time from the start of a `{probe.model(low)}` run (its tool round included) to its "
+                "first text delta."
+            )
+        else:
+            notes.append(
+                f"- {probe.title}: a fresh interpreter times `import advisorchain.models.openai` and, "
+                f"alternating, `import openai` alone; median of {probe.repeat} each."
+            )
+    return notes
+
+
+_PROBE_DETAILS: dict[str, tuple[tuple[str, str, float, int], ...]] = {
+    "inflight": (
+        ("runs/s", "runs_per_s", 1, 0),
+        ("p50 ms", "p50_ms", 1, 0),
+        ("p99 ms", "p99_ms", 1, 0),
+        ("lag p50 ms", "lag_p50_ms", 1, 2),
+        ("lag p99 ms", "lag_p99_ms", 1, 1),
+        ("KB per run in flight", "kb_per_run", 1, 1),
+        ("client CPU ms/run", "cpu_per_run_s", 1000, 2),
+        ("server CPU ms/run", "server_cpu_per_run_s", 1000, 2),
+    ),
+    "history": (
+        ("CPU ms/run, fewer messages", "cpu_low_per_run_s", 1000, 3),
+        ("CPU ms/run, more messages", "cpu_high_per_run_s", 1000, 3),
+        ("µs per message per round", "us_per_message", 1, 3),
+    ),
+    "stream": (
+        ("CPU ms/run, fewer chunks", "cpu_low_per_run_s", 1000, 3),
+        ("CPU ms/run, more chunks", "cpu_high_per_run_s", 1000, 3),
+        ("µs per chunk", "us_per_chunk", 1, 2),
+        ("first token ms", "ttft_ms", 1, 2),
+        ("first token ms, more chunks", "ttft_high_ms", 1, 2),
+    ),
+    "import": (
+        ("import advisorchain.models.openai s", "import_subject_s", 1, 3),
+        ("import openai s", "import_reference_s", 1, 3),
+    ),
+}
+"""Per probe kind, the columns of its details table: (header, metric, scale, decimals)."""
+
+
+def _probe_details(probe: Probe, got: Mapping[str, Outcome]) -> list[str]:
+    columns = _PROBE_DETAILS[probe.kind]
+    lines = [
+        f"**{probe.title}**",
+        "",
+        "| implementation | " + " | ".join(c[0] for c in columns) + " |",
+        "|---|" + "---:|" * len(columns),
+    ]
+    for label, o in got.items():
+        if not o.results:
+            lines.append(f"| {label} | failed: {o.error} |" + " |" * (len(columns) - 1))
+            continue
+        cells = [
+            f"{scale * o.median(metric):.{digits}f}" if all(metric in r for r in o.results) else "—"
+            for _, metric, scale, digits in columns
+        ]
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return [*lines, ""]
+
+
 def _details(cell: Cell, got: Mapping[str, Outcome]) -> list[str]:
     lines = [
         f"**{cell.title}** — `{cell.scenario}`, {cell.runs} runs, concurrency {cell.concurrency}, "
@@ -161,7 +382,7 @@ def _versions(outcomes: Outcomes) -> list[str]:
     return [f"- {label}: " + ", ".join(f"{k} {v}" for k, v in vs.items()) for label, vs in seen.items()]
 
 
-def _failures(outcomes: Outcomes, cells: tuple[Cell, ...]) -> list[str]:
+def _failures(outcomes: Outcomes, cells: tuple[Cell | Probe, ...]) -> list[str]:
     lines = []
     for cell in cells:
         for label, o in outcomes[cell.key].items():
@@ -192,6 +413,7 @@ def render(
     quick: bool,
     seconds: float,
     peers: Mapping[str, tuple[str, ...]],
+    probes: tuple[Probe, ...] = (),
 ) -> str:
     """The whole report."""
     main_cells = tuple(c for c in cells if c.key != "hops")
@@ -234,10 +456,16 @@ def render(
     hops = [c for c in cells if c.key == "hops"]
     if hops:
         out += ["", "## Cost per advisor hop", "", *_hop_section(hops[0], outcomes["hops"])]
-    out += ["", "## Details (medians over repetitions)", ""]
+    if probes:
+        out += ["", "## Scale probes: advisorchain against the aiohttp floor (medians over repetitions)", ""]
+        out += [*_probe_table(probes, outcomes), "", *_probe_notes(probes)]
+    if cells or probes:
+        out += ["", "## Details (medians over repetitions)", ""]
     for cell in cells:
         out += _details(cell, outcomes[cell.key])
-    failures = _failures(outcomes, cells)
+    for probe in probes:
+        out += _probe_details(probe, outcomes.get(probe.key, {}))
+    failures = _failures(outcomes, (*cells, *probes))
     if failures:
         out += ["## Not measured", "", *failures, ""]
     out += ["## Versions", "", *_versions(outcomes)]

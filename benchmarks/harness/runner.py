@@ -20,12 +20,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from harness import report
 from harness.cells import FULL_CELLS, Cell, Implementation, quick
+from harness.probes import PROBES, Probe, quick_probes
 from harness.venvs import BENCH_DIR, PEER_REQUIREMENTS, Environment, ensure_peer, main_environment
 
 WORKER = BENCH_DIR / "harness" / "worker.py"
 SERVER = BENCH_DIR / "harness" / "server.py"
 OUT_DIR = BENCH_DIR / ".out"
-WORKER_TIMEOUT_S = 300
+
+Measured = Cell | Probe
+"""A row of the report: a cell of the main table or a scale probe (both know their worker spec)."""
 
 
 @dataclass
@@ -59,7 +62,7 @@ class Server:
             self.process.stdout.close()
 
 
-def run_worker(python: Path, impl: Implementation, cells: list[Cell], server: Server) -> dict[str, Any]:
+def run_worker(python: Path, impl: Implementation, cells: list[Measured], server: Server) -> dict[str, Any]:
     """One worker process for ``cells``; its result (see worker.py)."""
     spec = {
         "impl": impl.module,
@@ -67,16 +70,17 @@ def run_worker(python: Path, impl: Implementation, cells: list[Cell], server: Se
         "server": server.url,
         "cells": [c.worker_spec(impl) for c in cells],
     }
+    timeout = sum(c.timeout_s for c in cells)
     try:
         done = subprocess.run(
             [str(python), str(WORKER), json.dumps(spec)],
             capture_output=True,
             text=True,
-            timeout=WORKER_TIMEOUT_S * len(cells),
+            timeout=timeout,
             check=False,
         )
     except subprocess.TimeoutExpired:
-        return {"ok": False, "error": f"worker ran past {WORKER_TIMEOUT_S} s per cell"}
+        return {"ok": False, "error": f"worker ran past {timeout:g} s ({len(cells)} cell(s))"}
     for line in reversed(done.stdout.splitlines()):
         if line.startswith("RESULT "):
             return json.loads(line[len("RESULT ") :])  # type: ignore[no-any-return]
@@ -96,7 +100,7 @@ class Runner:
         self.reps = reps
         self.outcomes: Outcomes = {}
 
-    def run_batch(self, cells: list[Cell]) -> None:
+    def run_batch(self, cells: list[Measured]) -> None:
         """Every implementation of ``cells``, one worker each, ``reps`` times, rotating the order."""
         for cell in cells:
             self.outcomes[cell.key] = {label: Outcome() for impl in cell.impls for label in impl.labels}
@@ -106,7 +110,7 @@ class Runner:
             for impl in impls[shift:] + impls[:shift]:
                 self._run_one(impl, [c for c in cells if impl in c.impls], rep)
 
-    def _run_one(self, impl: Implementation, cells: list[Cell], rep: int) -> None:
+    def _run_one(self, impl: Implementation, cells: list[Measured], rep: int) -> None:
         pending = [c for c in cells if self.outcomes[c.key][impl.labels[0]].error is None]
         env = self.envs[impl.env]
         if not pending:
@@ -123,18 +127,18 @@ class Runner:
                 measured = got.get("variants", {}).get(label, got) if impl.variants and got.get("ok") else got
                 self._record(label, cell, {**result, **measured}, rep, took)
 
-    def _record(self, label: str, cell: Cell, got: dict[str, Any], rep: int, took: float) -> None:
+    def _record(self, label: str, cell: Measured, got: dict[str, Any], rep: int, took: float) -> None:
         out = self.outcomes[cell.key][label]
         if not got.get("ok"):
             out.error = str(got.get("error"))
             line = f"FAILED {out.error}"
         else:
             out.results.append({k: v for k, v in got.items() if k != "cells"})
-            line = f"{1000 * got['wall_per_run_s']:8.2f} ms/run (worker {took:.1f} s)"
-        print(f"  {cell.key:8} {label:18} rep {rep + 1}: {line}", file=sys.stderr, flush=True)
+            line = f"{cell.summary(got)} (worker {took:.1f} s)"
+        print(f"  {cell.key:13} {label:18} rep {rep + 1}: {line}", file=sys.stderr, flush=True)
 
 
-def environments(cells: tuple[Cell, ...], install: bool) -> dict[str, Environment]:
+def environments(cells: tuple[Measured, ...], install: bool) -> dict[str, Environment]:
     """The main venv plus every peer venv the cells need (installed on first use)."""
     envs = {"main": main_environment()}
     for name in sorted({i.env for c in cells for i in c.impls} - {"main"}):
@@ -149,7 +153,19 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--quick", action="store_true", help="a smoke run: little work, one worker per library"
     )
     parser.add_argument("--reps", type=int, default=None, help="repetitions per cell (default 3; quick 1)")
-    parser.add_argument("--cells", default="", help="comma-separated cell keys to run (default all)")
+    parser.add_argument(
+        "--cells",
+        default="",
+        help="comma-separated cell and probe keys to run (default all); probes: "
+        + ", ".join(p.key for p in PROBES),
+    )
+    parser.add_argument(
+        "--probes",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="--probes: only the scale probes (those in --cells, else all); "
+        "--no-probes: no scale probes (default: the probes run with the cells)",
+    )
     parser.add_argument("--impls", default="", help="comma-separated implementations (default all)")
     parser.add_argument("--no-install", action="store_true", help="do not create missing peer venvs")
     parser.add_argument("--output", type=Path, default=None, help="where to write the markdown")
@@ -166,11 +182,11 @@ def _wanted(option: str, known: list[str], what: str) -> set[str]:
 
 def select_cells(args: argparse.Namespace) -> tuple[Cell, ...]:
     """The cells and implementations the command line asks for (both floors always run)."""
-    cells = quick(FULL_CELLS) if args.quick else FULL_CELLS
-    keys = _wanted(args.cells, [c.key for c in cells], "cells")
-    labels = _wanted(
-        args.impls, list(dict.fromkeys(i.label for c in cells for i in c.impls)), "implementations"
-    )
+    cells = () if args.probes else quick(FULL_CELLS) if args.quick else FULL_CELLS
+    probes = () if args.probes is False else PROBES
+    keys = _wanted(args.cells, [c.key for c in cells] + [p.key for p in probes], "cells or probes")
+    every = [i.label for c in cells for i in c.impls] + [i.label for p in probes for i in p.impls]
+    labels = _wanted(args.impls, list(dict.fromkeys(every)), "implementations")
     labels |= {"floor", "aiohttp floor"}
     picked = (
         replace(c, impls=tuple(i for i in c.impls if i.label in labels)) for c in cells if c.key in keys
@@ -178,11 +194,19 @@ def select_cells(args: argparse.Namespace) -> tuple[Cell, ...]:
     return tuple(c for c in picked if len(c.impls) > 1)
 
 
+def select_probes(args: argparse.Namespace) -> tuple[Probe, ...]:
+    """The scale probes the command line asks for (always advisorchain and the aiohttp floor)."""
+    if args.probes is False:
+        return ()
+    probes = quick_probes(PROBES) if args.quick else PROBES
+    return tuple(p for p in probes if not args.cells or p.key in args.cells.split(","))
+
+
 def default_output(args: argparse.Namespace) -> Path:
     """RESULTS.md for a full run of everything; a quick or partial run never overwrites it."""
     if args.quick:
         return OUT_DIR / "RESULTS-quick.md"
-    if args.cells or args.impls or args.reps:
+    if args.cells or args.impls or args.reps or args.probes is not None:
         return OUT_DIR / "RESULTS-partial.md"
     return BENCH_DIR / "RESULTS.md"
 
@@ -190,15 +214,16 @@ def default_output(args: argparse.Namespace) -> Path:
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark; print the markdown report and write it (see ``default_output``)."""
     args = parse_args(argv)
-    cells = select_cells(args)
+    cells, probes = select_cells(args), select_probes(args)
     reps = args.reps or (1 if args.quick else 3)
     output = args.output or default_output(args)
-    envs = environments(cells, not args.no_install)
+    envs = environments((*cells, *probes), not args.no_install)
     started = time.time()
     server = Server()
     runner = Runner(envs, server, reps)
+    measured: list[Measured] = [*cells, *probes]
     try:
-        for batch in [list(cells)] if args.quick else [[c] for c in cells]:
+        for batch in [measured] if args.quick and measured else [[c] for c in measured]:
             print("cells " + ", ".join(c.title for c in batch), file=sys.stderr, flush=True)
             runner.run_batch(batch)
     finally:
@@ -206,6 +231,7 @@ def main(argv: list[str] | None = None) -> int:
     markdown = report.render(
         cells,
         runner.outcomes,
+        probes=probes,
         reps=reps,
         quick=args.quick,
         seconds=time.time() - started,

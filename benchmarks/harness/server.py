@@ -10,7 +10,8 @@ It prints ``PORT <n>`` once listening. Routes:
   e.g. ``weather+k200+lat50``), streamed when ``stream`` is true, answered after its latency. A
   tool message with a wrong result is answered 400 and counted as bad, so a run that skipped its
   tools fails loudly.
-* ``GET /stats`` — ``{"requests", "bad", "cpu_s"}`` (requests served, bad ones, server CPU seconds).
+* ``GET /stats`` — ``{"requests", "bad", "messages", "cpu_s"}`` (requests served, bad ones, messages
+  received in all completion requests, server CPU seconds).
 
 Bodies are built once per (model, round, stream, usage) and cached, so the server costs the
 same for every client under test.
@@ -22,6 +23,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import resource
 import sys
 import time
 from pathlib import Path
@@ -51,6 +53,7 @@ class ScriptedServer:
     def __init__(self) -> None:
         self.requests = 0
         self.bad = 0
+        self.messages = 0
         self._cache: dict[tuple[str, int, bool, bool], bytes] = {}
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -72,7 +75,12 @@ class ScriptedServer:
 
     async def _route(self, method: str, path: str, body: bytes) -> bytes:
         if method == "GET" and path.startswith("/stats"):
-            stats = {"requests": self.requests, "bad": self.bad, "cpu_s": time.process_time()}
+            stats = {
+                "requests": self.requests,
+                "bad": self.bad,
+                "messages": self.messages,
+                "cpu_s": time.process_time(),
+            }
             return _response(200, json.dumps(stats).encode())
         if method == "POST" and path.endswith("/chat/completions"):
             self.requests += 1
@@ -89,6 +97,7 @@ class ScriptedServer:
         except ValueError as exc:
             return self._bad(str(exc)), 0.0
         messages = request.get("messages") or []
+        self.messages += len(messages)
         problem = check_tool_messages(scenario, messages)
         if problem is not None:
             return self._bad(problem), 0.0
@@ -141,7 +150,14 @@ async def _read_body(reader: asyncio.StreamReader, headers: dict[str, str]) -> b
 async def serve(port: int) -> None:
     """Listen on 127.0.0.1:``port`` (0 picks one), print ``PORT <n>``, serve until killed."""
     app = ScriptedServer()
-    server = await asyncio.start_server(app.handle, "127.0.0.1", port, backlog=4096, limit=1 << 24)
+    # The scale probes open thousands of connections at once: as many open files as allowed, and
+    # the longest accept queue the kernel grants (it caps the backlog at net.core.somaxconn).
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = hard if hard != resource.RLIM_INFINITY else 1 << 16
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        with contextlib.suppress(ValueError, OSError):  # a platform that refuses keeps its limit
+            resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+    server = await asyncio.start_server(app.handle, "127.0.0.1", port, backlog=65535, limit=1 << 24)
     print(f"PORT {server.sockets[0].getsockname()[1]}", flush=True)
     async with server:
         await server.serve_forever()

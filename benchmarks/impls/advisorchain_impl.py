@@ -4,12 +4,13 @@ advisors inside the loop (each runs once per model call)."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Any
 
 from harness.scenarios import tool_result
 from openai import AsyncOpenAI
 
-from advisorchain import BaseAdvisor, ChatClient
+from advisorchain import AssistantMessage, BaseAdvisor, ChatClient, Message, UserMessage
 from advisorchain.advisors.tool_calling import ToolCallingAdvisor
 from advisorchain.models.openai import OpenAIChatModel
 from advisorchain.tools import tool
@@ -44,6 +45,22 @@ class Impl:
     async def stream(self, prompt: str) -> str:
         """One streamed agent run; the text deltas, joined."""
         return "".join([t async for t in self.chat.prompt(prompt).tools(get_weather).astream().content()])
+
+    def deltas(self, prompt: str) -> AsyncIterator[str]:
+        """One streamed agent run; the text deltas as they arrive (the streaming probe)."""
+        return self.chat.prompt(prompt).tools(get_weather).astream().content()
+
+    def prepare_history(self, history: list[dict[str, str]]) -> list[Message]:
+        """Wire dicts (``role``, ``content``) as the messages a user would hold (a memory's)."""
+        return [
+            UserMessage(m["content"]) if m["role"] == "user" else AssistantMessage(m["content"])
+            for m in history
+        ]
+
+    async def run_with_history(self, prompt: str, history: list[Message]) -> str:
+        """One agent run after ``history`` (the history probe); the final answer."""
+        spec = self.chat.prompt().messages(history).user(prompt).tools(get_weather)
+        return await spec.acall().content() or ""
 
     async def aclose(self) -> None:
         """Close the HTTP connection pool."""

@@ -2,13 +2,14 @@
 
 The least CPU a Python process can spend on this agent run: one pooled ``aiohttp`` session, request
 bodies serialized with ``orjson``, answers parsed straight into dicts, server-sent events split by
-hand. It checks what a real client must (HTTP status, JSON, the stream's end) and nothing more.
-Runs in its own venv (``benchmarks/.venvs/aiohttp``), like the peers.
+hand out of whole reads. It checks what a real client must (HTTP status, JSON, the stream's end) and
+nothing more. Runs in its own venv (``benchmarks/.venvs/aiohttp``), like the peers.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
@@ -69,7 +70,17 @@ class Impl:
 
     async def run(self, prompt: str) -> str:
         """One agent run with blocking model calls; returns the final answer."""
-        messages: list[Any] = [{"role": "user", "content": prompt}]
+        return await self._loop([{"role": "user", "content": prompt}])
+
+    def prepare_history(self, history: list[dict[str, str]]) -> list[dict[str, str]]:
+        """The history as this loop holds it: the wire dicts themselves."""
+        return history
+
+    async def run_with_history(self, prompt: str, history: list[dict[str, str]]) -> str:
+        """One agent run after ``history`` (the history probe); the final answer."""
+        return await self._loop([*history, {"role": "user", "content": prompt}])
+
+    async def _loop(self, messages: list[Any]) -> str:
         while True:
             response = await self._post({"model": self.model, "messages": messages, "tools": TOOLS})
             message = orjson.loads(await response.read())["choices"][0]["message"]
@@ -82,8 +93,11 @@ class Impl:
 
     async def stream(self, prompt: str) -> str:
         """One streamed agent run; returns the joined text deltas."""
+        return "".join([piece async for piece in self.deltas(prompt)])
+
+    async def deltas(self, prompt: str) -> AsyncIterator[str]:
+        """One streamed agent run; each text delta handed on as soon as it is parsed."""
         messages: list[Any] = [{"role": "user", "content": prompt}]
-        text: list[str] = []
         while True:
             body = {
                 "model": self.model,
@@ -96,33 +110,39 @@ class Impl:
             content: list[str] = []
             pending: dict[int, list[str]] = {}
             done = False
-            async for line in response.content:
-                if not line.startswith(b"data:"):
-                    continue
-                payload = line[5:].strip()
-                if payload == b"[DONE]":
-                    done = True
-                    break
-                choices = orjson.loads(payload).get("choices")
-                if not choices:
-                    continue
-                delta = choices[0].get("delta") or {}
-                piece = delta.get("content")
-                if piece:
-                    content.append(piece)
-                for tc in delta.get("tool_calls") or ():
-                    slot = pending.setdefault(tc.get("index", 0), ["", "", ""])
-                    if tc.get("id"):
-                        slot[0] = tc["id"]
-                    function = tc.get("function") or {}
-                    slot[1] += function.get("name") or ""
-                    slot[2] += function.get("arguments") or ""
+            buffer = b""
+            # Whole reads split into events by hand: no per-line awaits (the server ends each
+            # event with a blank line, b"\n\n").
+            async for data in response.content.iter_any():
+                buffer += data
+                *events, buffer = buffer.split(b"\n\n")
+                for event in events:
+                    if not event.startswith(b"data:"):
+                        continue
+                    payload = event[5:].strip()
+                    if payload == b"[DONE]":
+                        done = True
+                        break
+                    choices = orjson.loads(payload).get("choices")
+                    if not choices:
+                        continue
+                    delta = choices[0].get("delta") or {}
+                    piece = delta.get("content")
+                    if piece:
+                        content.append(piece)
+                        yield piece
+                    for tc in delta.get("tool_calls") or ():
+                        slot = pending.setdefault(tc.get("index", 0), ["", "", ""])
+                        if tc.get("id"):
+                            slot[0] = tc["id"]
+                        function = tc.get("function") or {}
+                        slot[1] += function.get("name") or ""
+                        slot[2] += function.get("arguments") or ""
             response.release()
             if not done:
                 raise RuntimeError("the stream ended without [DONE]")
-            text.extend(content)
             if not pending:
-                return "".join(text)
+                return
             calls = [(c, n, a) for c, n, a in (pending[i] for i in sorted(pending))]
             messages.append(_assistant("".join(content) or None, calls))
             messages.extend(await _execute(calls))
