@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import repeat
 from typing import Any, TypeVar, overload
 
 from . import _sync
@@ -43,6 +44,7 @@ __all__ = [
 
 T = TypeVar("T")
 _MESSAGE_TYPES = (SystemMessage, UserMessage, AssistantMessage, ToolResponseMessage)
+_MESSAGE_CLASSES = frozenset(_MESSAGE_TYPES)
 
 
 def _check_model(model: object) -> ChatModel:
@@ -133,10 +135,13 @@ class ChatClientRequestSpec:
     def messages(self, *messages: Message | Iterable[Message]) -> ChatClientRequestSpec:
         """Messages (history) placed between the system text and the user text, in order."""
         for item in messages:
-            for m in (item,) if isinstance(item, _MESSAGE_TYPES) else item:
-                if not isinstance(m, _MESSAGE_TYPES):
-                    raise ChainConfigurationError(f"messages() takes Message objects, got {m!r}")
-                self._messages.append(m)
+            batch = [item] if isinstance(item, _MESSAGE_TYPES) else list(item)
+            # Checked in C (a long history costs nanoseconds a message); the culprit named after.
+            exact = _MESSAGE_CLASSES.issuperset(map(type, batch))
+            if not exact and not all(map(isinstance, batch, repeat(_MESSAGE_TYPES))):
+                wrong = next(m for m in batch if not isinstance(m, _MESSAGE_TYPES))
+                raise ChainConfigurationError(f"messages() takes Message objects, got {wrong!r}")
+            self._messages.extend(batch)
         return self
 
     def tools(self, *tools: object) -> ChatClientRequestSpec:

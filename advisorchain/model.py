@@ -231,7 +231,10 @@ class ChatResponse:
 
     def has_tool_calls(self) -> bool:
         """True when any generation asks for tool calls."""
-        return any(g.output.tool_calls for g in self.generations)
+        for g in self.generations:  # noqa: SIM110 — a loop, not any(): this runs per streamed chunk
+            if g.output.tool_calls:
+                return True
+        return False
 
     def with_usage(self, usage: Usage | None) -> ChatResponse:
         """A copy whose metadata carries ``usage``."""

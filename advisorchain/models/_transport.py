@@ -89,7 +89,7 @@ class HttpPath(Protocol):
     """The SDK client whose configuration the requests carry."""
     url: str
 
-    async def send(self, body: dict[str, Any], sdk_options: Mapping[str, Any], *, stream: bool) -> Reply: ...
+    async def send(self, body: bytes, sdk_options: Mapping[str, Any], *, stream: bool) -> Reply: ...
 
     async def aclose(self) -> None: ...
 
@@ -99,7 +99,8 @@ class HttpPath(Protocol):
 
 class SdkPath:
     """``client.post(path, body)`` with the SDK options (``extra_headers``, ``extra_query``,
-    ``timeout``) as the SDK's request options; SDK errors mapped by ``error``."""
+    ``timeout``) as the SDK's request options; SDK errors mapped by ``error``. The body is JSON
+    already serialized: the SDK sends bytes as they are."""
 
     def __init__(
         self,
@@ -119,7 +120,7 @@ class SdkPath:
         self._sdk_error = sdk_error
         self._error = error
 
-    async def send(self, body: dict[str, Any], sdk_options: Mapping[str, Any], *, stream: bool) -> Reply:
+    async def send(self, body: bytes, sdk_options: Mapping[str, Any], *, stream: bool) -> Reply:
         import httpx2
 
         options: dict[str, Any] = {} if self._security is None else {"security": self._security}
@@ -131,7 +132,7 @@ class SdkPath:
             options["timeout"] = sdk_options["timeout"]
         try:
             response = await self.client.post(
-                self.path, cast_to=httpx2.Response, body=body, options=options, stream=stream
+                self.path, cast_to=httpx2.Response, content=body, options=options, stream=stream
             )
         except self._sdk_error as exc:
             raise self._error(exc, self.provider, self.url) from exc
@@ -258,11 +259,11 @@ class AiohttpPath:
         """Close the session's connections (at the end of its event loop)."""
         await self._session.close()
 
-    async def send(self, body: dict[str, Any], sdk_options: Mapping[str, Any], *, stream: bool) -> Reply:
+    async def send(self, body: bytes, sdk_options: Mapping[str, Any], *, stream: bool) -> Reply:
         import aiohttp
 
         template = await self._template(sdk_options)
-        data = dumps(body)
+        data = body
         headers = template.headers
         if template.idempotency_header:
             headers = {**headers, template.idempotency_header: self.client._idempotency_key()}

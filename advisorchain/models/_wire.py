@@ -1,10 +1,12 @@
-"""The wire form of each message, built once and reused while the message keeps coming back.
+"""The wire form of each message, built and serialized once, reused while the message keeps
+coming back.
 
 A tool loop sends its whole history every round, and a conversation sends it every turn: the
-same message objects, plus a few new ones. Messages are immutable, so the request dicts of a
-message never change; ``WireCache`` keeps them by the message's identity (holding the message, so
-the identity stays its own) and rebuilds only what is new. Bounded: the oldest entries go first.
-Nothing the cache hands out may be changed in place — the adapters serialize the body and drop it.
+same message objects, plus a few new ones. Messages are immutable, so the JSON of a message never
+changes; ``WireCache`` keeps it, as bytes, by the message's identity (holding the message, so the
+identity stays its own) and serializes only what is new: a request's body is its other fields,
+serialized, with the cached messages spliced in (``json_body``). Bounded: the oldest entries go
+first.
 """
 
 from __future__ import annotations
@@ -14,40 +16,85 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..messages import Message
+from ._transport import dumps
 
-__all__ = ["WireCache"]
+__all__ = ["HISTORY", "WireCache", "json_body"]
 
 Wire = tuple[dict[str, Any], ...]
 
 
-class WireCache:
-    """``convert(messages)``: the request dicts of ``messages`` in order, as ``build(message)``
-    makes them (one message may become several dicts), each message built once while cached."""
+class _History:
+    def __repr__(self) -> str:
+        return "HISTORY"
 
-    __slots__ = ("_build", "_entries", "_size")
+
+HISTORY: Any = _History()
+"""Stands for the prompt's messages among a request's fields until the body is serialized."""
+
+
+class WireCache:
+    """``array(messages)``: the JSON array of ``messages`` (``build(message)`` gives the dicts of
+    one message: it may become several), each message serialized once while cached.
+
+    Two levels: each message's JSON, by identity; and, by the identity of a conversation's first
+    message, the array last sent for it — a tool loop's next round and a conversation's next turn
+    begin with the same messages, so only what was added since is joined on."""
+
+    __slots__ = ("_build", "_entries", "_prefixes", "_size")
 
     def __init__(self, build: Callable[[Message], Wire], size: int = 4096) -> None:
         self._build = build
         self._size = size
-        self._entries: dict[int, tuple[Message, Wire]] = {}
+        self._entries: dict[int, tuple[Message, bytes]] = {}
+        self._prefixes: dict[int, tuple[tuple[Message, ...], bytes]] = {}
 
-    def convert(self, messages: Sequence[Message]) -> list[dict[str, Any]]:
-        """The wire dicts of ``messages`` (shared with earlier requests: read them, never change them)."""
-        entries = self._entries
-        wire: list[dict[str, Any]] = []
-        for message in messages:
-            entry = entries.get(id(message))
-            if entry is None or entry[0] is not message:
-                entry = (message, self._build(message))
-                if len(entries) >= self._size:
-                    # Another thread may evict at the same time: losing that race loses nothing.
-                    with contextlib.suppress(KeyError, RuntimeError, StopIteration):
-                        del entries[next(iter(entries))]
-                entries[id(message)] = entry
-            wire += entry[1]
-        return wire
+    def array(self, messages: Sequence[Message]) -> bytes:
+        """The JSON array of ``messages``, as bytes (``[...]``)."""
+        if not messages:
+            return b"[]"
+        messages = tuple(messages)
+        head, start = b"", 0
+        known = self._prefixes.get(id(messages[0]))
+        # Equal messages serialize alike: a tuple compare (identity first, in C) finds the prefix.
+        if known is not None and len(known[0]) <= len(messages) and messages[: len(known[0])] == known[0]:
+            head, start = known[1], len(known[0])
+        parts = [head] if head else []
+        for message in messages[start:]:
+            json = self._json(message)
+            if json:
+                parts.append(json)
+        joined = b",".join(parts)
+        _put(self._prefixes, id(messages[0]), (messages, joined), self._size // 4)
+        return b"[" + joined + b"]"
+
+    def _json(self, message: Message) -> bytes:
+        entry = self._entries.get(id(message))
+        if entry is None or entry[0] is not message:
+            entry = (message, b",".join(dumps(item) for item in self._build(message)))
+            _put(self._entries, id(message), entry, self._size)
+        return entry[1]
 
     @property
     def size(self) -> int:
         """How many messages are cached."""
         return len(self._entries)
+
+
+def _put(cache: dict[int, Any], key: int, value: Any, size: int) -> None:
+    """``cache[key] = value``, the oldest entry dropped first when ``cache`` holds ``size``."""
+    if key not in cache and len(cache) >= size:
+        # Another thread may evict at the same time: losing that race loses nothing.
+        with contextlib.suppress(KeyError, RuntimeError, StopIteration):
+            del cache[next(iter(cache))]
+    cache[key] = value
+
+
+def json_body(before: dict[str, Any], key: str, array: bytes, after: dict[str, Any]) -> bytes:
+    """The JSON object of the fields ``before``, then ``key`` set to the serialized ``array``, then
+    the fields ``after`` (the order the SDKs send them in, so the bytes are theirs)."""
+    head, tail = dumps(before), dumps(after)
+    parts = [head[:-1], b"," if head != b"{}" else b"", dumps(key), b":", array]
+    if tail != b"{}":
+        parts += [b",", tail[1:-1]]
+    parts.append(b"}")
+    return b"".join(parts)

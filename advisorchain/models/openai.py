@@ -52,9 +52,9 @@ from ._loops import LoopClients
 from ._media import openai_chat_parts
 from ._openai_client import client_for, derive_client, http_path, require_sdk
 from ._sse import DONE as _DONE
-from ._sse import sse_events
-from ._transport import HttpPath
-from ._wire import WireCache
+from ._sse import SseDecoder
+from ._transport import HttpPath, dumps
+from ._wire import HISTORY, WireCache, json_body
 
 if TYPE_CHECKING:
     import openai
@@ -151,40 +151,55 @@ class OpenAIChatModel:
         check_request_allowed(self.provider, path.client)
         url = path.url
         reply = await path.send(*self._body(prompt, stream=True), stream=True)
+        decoder = SseDecoder(self.provider, url)
         try:
-            async for event, data in sse_events(reply.chunks(), self.provider, url):
-                if event == "error":
-                    raise _stream_error(data, self.provider)
-                text = assembler.feed(data if data is _DONE else self._checked(data, "a stream event"))
-                if text:
+            # Each read's events are decoded at once, in this loop: a delta costs no generator
+            # hop of its own between the socket and the caller.
+            async for block in reply.chunks():
+                for text in self._texts(decoder.feed(block), assembler):
                     yield assembler.text_chunk(text)
                 if assembler.done:
                     await reply.finish()
                     break
+            else:
+                for text in self._texts(decoder.close(), assembler):
+                    yield assembler.text_chunk(text)
         finally:
             await reply.aclose()
         assembler.check_complete(self.provider, url)
         yield assembler.final()
 
+    def _texts(self, events: list[tuple[str, object]], assembler: StreamAssembler) -> list[str]:
+        """The text deltas of ``events``, each event fed to ``assembler`` (none after ``[DONE]``)."""
+        texts: list[str] = []
+        for event, data in events:
+            if event == "error":
+                raise _stream_error(data, self.provider)
+            text = assembler.feed(data if data is _DONE else self._checked(data, "a stream event"))
+            if text:
+                texts.append(text)
+            if assembler.done:
+                break
+        return texts
+
     def request_body(self, prompt: Prompt, *, stream: bool = False) -> dict[str, Any]:
         """The JSON body this model sends for ``prompt`` (SDK options such as headers left out)."""
-        fresh = WireCache(partial(_wire_message, replay_reasoning=self.replay_reasoning))  # yours to change
-        body, _ = split_sdk_options(self._params(prompt, stream, fresh))
+        body, _ = split_sdk_options(self._params(prompt, stream))
+        if body.get("messages") is HISTORY:
+            body["messages"] = to_openai_messages(prompt.instructions, replay_reasoning=self.replay_reasoning)
         return {**body, "stream": stream}
 
     def _wire_cache(self) -> WireCache:
-        """The wire dicts of messages sent before (rebuilt if ``replay_reasoning`` was changed)."""
+        """The serialized messages sent before (a new cache if ``replay_reasoning`` was changed)."""
         if self._wire_replays != self.replay_reasoning:
             self._wire = WireCache(partial(_wire_message, replay_reasoning=self.replay_reasoning))
             self._wire_replays = self.replay_reasoning
         return self._wire
 
-    def _params(self, prompt: Prompt, stream: bool, wire: WireCache | None = None) -> dict[str, Any]:
-        wire = self._wire_cache() if wire is None else wire
-        base: dict[str, Any] = {
-            "model": self.model_name,
-            "messages": wire.convert(prompt.instructions),
-        }
+    def _params(self, prompt: Prompt, stream: bool) -> dict[str, Any]:
+        """The request's fields, layered; ``messages`` is ``HISTORY`` (the prompt's messages, to
+        be serialized by the wire cache) unless a layer set it."""
+        base: dict[str, Any] = {"model": self.model_name, "messages": HISTORY}
         if stream:
             base["stream_options"] = {"include_usage": True}
         request: dict[str, Any] = option_params(prompt, max_tokens_key="max_tokens", stop_key="stop")
@@ -199,14 +214,19 @@ class OpenAIChatModel:
         params.pop("stream", None)
         return {k: v for k, v in params.items() if v is not None}
 
-    def _body(self, prompt: Prompt, *, stream: bool) -> tuple[dict[str, Any], dict[str, Any]]:
-        """(the JSON body, the SDK request options) for ``prompt``, built once and sent as they are:
-        ``create()``'s TypedDict transform costs a millisecond a request and its typed answers would
-        only be dumped back to dicts. Every parameter reaches the server verbatim, known to this SDK
-        version or not (vLLM's ``top_k``, Ollama's ``options``...)."""
+    def _body(self, prompt: Prompt, *, stream: bool) -> tuple[bytes, dict[str, Any]]:
+        """(the JSON body, the SDK request options) for ``prompt``, serialized once, here, and sent
+        as they are: ``create()``'s TypedDict transform costs a millisecond a request and its typed
+        answers would only be dumped back to dicts. Every parameter reaches the server verbatim,
+        known to this SDK version or not (vLLM's ``top_k``, Ollama's ``options``...); messages sent
+        before are not serialized again (``WireCache``)."""
         params, sdk_options = split_sdk_options(self._params(prompt, stream))
-        body = {"model": params.pop("model"), "stream": stream, "messages": params.pop("messages"), **params}
-        return body, sdk_options
+        first = {"model": params.pop("model"), "stream": stream}
+        messages = params.pop("messages")
+        if messages is not HISTORY:
+            return dumps({**first, "messages": messages, **params}), sdk_options
+        array = self._wire_cache().array(prompt.instructions)
+        return json_body(first, "messages", array, params), sdk_options
 
 
 def _stream_error(data: object, provider: str) -> ModelError:

@@ -57,8 +57,8 @@ from ._loops import LoopClients
 from ._media import responses_parts
 from ._openai_client import client_for, derive_client, http_path, require_sdk
 from ._sse import DONE, sse_events
-from ._transport import HttpPath
-from ._wire import WireCache
+from ._transport import HttpPath, dumps
+from ._wire import HISTORY, WireCache, json_body
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -154,12 +154,15 @@ class OpenAIResponsesChatModel:
 
     def request_body(self, prompt: Prompt, *, stream: bool = False) -> dict[str, Any]:
         """The JSON body this model sends for ``prompt`` (SDK options such as headers left out)."""
-        body, _ = split_sdk_options(self._params(prompt, WireCache(_input_items)))  # yours to change
+        body, _ = split_sdk_options(self._params(prompt))
+        if body.get("input") is HISTORY:
+            body["input"] = to_responses_input(prompt.instructions)
         return {**body, "stream": stream}
 
-    def _params(self, prompt: Prompt, wire: WireCache | None = None) -> dict[str, Any]:
-        items = (self._wire if wire is None else wire).convert(prompt.instructions)
-        base: dict[str, Any] = {"model": self.model_name, "input": items}
+    def _params(self, prompt: Prompt) -> dict[str, Any]:
+        """The request's fields, layered; ``input`` is ``HISTORY`` (the prompt's messages, to be
+        serialized by the wire cache) unless a layer set it."""
+        base: dict[str, Any] = {"model": self.model_name, "input": HISTORY}
         request = option_params(prompt, max_tokens_key="max_output_tokens", stop_key="stop")
         if "stop" in request:
             raise ModelError(
@@ -188,11 +191,16 @@ class OpenAIResponsesChatModel:
         params.pop("stream", None)
         return {k: v for k, v in params.items() if v is not None}
 
-    def _body(self, prompt: Prompt, *, stream: bool) -> tuple[dict[str, Any], dict[str, Any]]:
-        """(the JSON body, the SDK request options) for ``prompt``: built once and sent as it is
-        (no TypedDict transform of every input item per request); the answer is read raw."""
+    def _body(self, prompt: Prompt, *, stream: bool) -> tuple[bytes, dict[str, Any]]:
+        """(the JSON body, the SDK request options) for ``prompt``: serialized once and sent as it
+        is (no TypedDict transform of every input item per request; items sent before are not
+        serialized again); the answer is read raw."""
         params, sdk_options = split_sdk_options(self._params(prompt))
-        return {"model": params.pop("model"), "stream": stream, **params}, sdk_options
+        first = {"model": params.pop("model"), "stream": stream}
+        items = params.pop("input")
+        if items is not HISTORY:
+            return dumps({**first, "input": items, **params}), sdk_options
+        return json_body(first, "input", self._wire.array(prompt.instructions), params), sdk_options
 
 
 def _checked(data: object, what: str, provider: str) -> dict[str, Any]:

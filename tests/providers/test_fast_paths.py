@@ -21,7 +21,7 @@ from advisorchain.messages import AssistantMessage, ToolCall, ToolResponse, Tool
 from advisorchain.model import ChatOptions, Prompt
 from advisorchain.models import _json, _sse
 from advisorchain.models import openai as openai_module
-from advisorchain.models._wire import WireCache
+from advisorchain.models._wire import WireCache, json_body
 from advisorchain.models.openai import OpenAIChatModel
 
 COMPLETION = {
@@ -199,7 +199,7 @@ def test_cached_wire_dicts_are_what_a_fresh_conversion_gives(
 ) -> None:
     cache = WireCache(partial(openai_module._wire_message, replay_reasoning=True), size=size)
     for messages in (first, first + second, second + first, first):  # history grows, reorders, repeats
-        assert cache.convert(messages) == openai_module.to_openai_messages(messages)
+        assert json.loads(cache.array(messages)) == openai_module.to_openai_messages(messages)
     assert cache.size <= size
 
 
@@ -212,9 +212,9 @@ def test_a_message_sent_again_is_not_converted_again() -> None:
 
     cache = WireCache(build)
     question, answer = UserMessage("hi"), AssistantMessage("hello")
-    cache.convert([question])
-    cache.convert([question, answer])
-    cache.convert([question, answer, UserMessage("hi")])  # equal to the first, but a new message
+    cache.array([question])
+    cache.array([question, answer])
+    cache.array([question, answer, UserMessage("hi")])  # equal to the first, but a new message
 
     assert len(built) == 3
     assert built[2] is not question
@@ -226,4 +226,30 @@ def test_request_body_is_the_callers_to_change() -> None:
     model.request_body(prompt)["messages"][0]["content"] = "changed"
 
     assert model.request_body(prompt)["messages"][0]["content"] == "hi"
-    assert model._params(prompt, stream=False)["messages"][0]["content"] == "hi"
+    assert json.loads(model._body(prompt, stream=False)[0])["messages"][0]["content"] == "hi"
+
+
+@pytest.mark.parametrize("before", [{}, {"model": "m", "stream": False}])
+@pytest.mark.parametrize("after", [{}, {"temperature": 0.5, "tools": [{"a": "]}"}]}])
+def test_a_body_with_spliced_messages_is_the_json_of_the_whole(
+    before: dict[str, Any], after: dict[str, Any]
+) -> None:
+    cache = WireCache(partial(openai_module._wire_message, replay_reasoning=True))
+    messages = [UserMessage('é " ]}'), AssistantMessage("ok")]
+    whole = {**before, "messages": openai_module.to_openai_messages(messages), **after}
+
+    body = json_body(before, "messages", cache.array(messages), after)
+
+    assert body == json.dumps(whole, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def test_messages_set_by_the_caller_replace_the_history() -> None:
+    model = OpenAIChatModel("m", base_url="http://127.0.0.1:9/v1")
+    prompt = Prompt(
+        [UserMessage("hi")], ChatOptions(extra={"messages": [{"role": "user", "content": "raw"}]})
+    )
+
+    assert json.loads(model._body(prompt, stream=False)[0])["messages"] == [
+        {"role": "user", "content": "raw"}
+    ]
+    assert model.request_body(prompt)["messages"] == [{"role": "user", "content": "raw"}]
