@@ -5,12 +5,10 @@ or ``advisorchain.messages`` loads only what it needs, not every advisor, memory
 module (and their pydantic and jsonschema), which a process of agents pays once at start-up and a
 command line on every run."""
 
-from __future__ import annotations
+import importlib as _importlib
+import typing as _typing
 
-import importlib
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
+if _typing.TYPE_CHECKING:
     from .advisors import (
         AdvisorChain,
         AdvisorParams,
@@ -202,11 +200,11 @@ _HOMES = (
 )
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> _typing.Any:
     if name not in __all__:
         raise AttributeError(f"module 'advisorchain' has no attribute {name!r}")
     for home in _HOMES:
-        module = importlib.import_module(home, __name__)
+        module = _importlib.import_module(home, __name__)
         if hasattr(module, name):
             value = getattr(module, name)
             globals()[name] = value  # found once: later lookups are plain attribute reads
