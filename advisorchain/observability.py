@@ -58,14 +58,25 @@ CAPTURE_CONTENT_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 T = TypeVar("T")
 
 
+_installed = {"tracing": False, "metrics": False}
+"""Which real providers were seen: OpenTelemetry sets a global provider once and never takes it
+back, so once seen the answer is kept, and the checks on every call cost a dict read."""
+
+
 def tracing_enabled() -> bool:
     """True once an application has installed a real tracer provider."""
-    return not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
+    if _installed["tracing"]:
+        return True
+    installed = _installed["tracing"] = not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
+    return installed
 
 
 def metrics_enabled() -> bool:
     """True once an application has installed a real meter provider."""
-    return type(metrics.get_meter_provider()).__name__ != "_ProxyMeterProvider"
+    if _installed["metrics"]:
+        return True
+    installed = _installed["metrics"] = type(metrics.get_meter_provider()).__name__ != "_ProxyMeterProvider"
+    return installed
 
 
 def telemetry_enabled() -> bool:
