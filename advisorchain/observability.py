@@ -32,6 +32,7 @@ from urllib.parse import urlsplit
 
 from opentelemetry import context as otel_context
 from opentelemetry import metrics, trace
+from opentelemetry.metrics import _internal as _metrics_globals
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from ._streams import close_stream
@@ -58,6 +59,12 @@ CAPTURE_CONTENT_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 T = TypeVar("T")
 
 
+_PROVIDER_FROM_ENV = {
+    "tracing": "OTEL_PYTHON_TRACER_PROVIDER" in os.environ,
+    "metrics": "OTEL_PYTHON_METER_PROVIDER" in os.environ,
+}
+"""Whether OpenTelemetry would load a provider named in the environment (read at import)."""
+
 _installed = {"tracing": False, "metrics": False}
 """Which real providers were seen: OpenTelemetry sets a global provider once and never takes it
 back, so once seen the answer is kept, and the checks on every call cost a dict read."""
@@ -67,6 +74,8 @@ def tracing_enabled() -> bool:
     """True once an application has installed a real tracer provider."""
     if _installed["tracing"]:
         return True
+    if getattr(trace, "_TRACER_PROVIDER", True) is None and not _PROVIDER_FROM_ENV["tracing"]:
+        return False  # none set yet, and none for the environment to load (read in OTel's globals)
     installed = _installed["tracing"] = not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
     return installed
 
@@ -75,6 +84,8 @@ def metrics_enabled() -> bool:
     """True once an application has installed a real meter provider."""
     if _installed["metrics"]:
         return True
+    if getattr(_metrics_globals, "_METER_PROVIDER", True) is None and not _PROVIDER_FROM_ENV["metrics"]:
+        return False
     installed = _installed["metrics"] = type(metrics.get_meter_provider()).__name__ != "_ProxyMeterProvider"
     return installed
 

@@ -15,6 +15,7 @@ import threading
 import time
 import uuid
 from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -31,15 +32,17 @@ __all__ = [
     "check_request_allowed",
     "connection_error",
     "error_from_body",
+    "finish_reason_or_default",
     "incomplete_answer",
     "is_loopback_url",
-    "requests_forbidden",
-    "retry_after_seconds",
-    "set_requests_forbidden",
-    "finish_reason_or_default",
     "layer_params",
     "new_tool_call_id",
     "option_params",
+    "read_dict",
+    "read_list",
+    "requests_forbidden",
+    "retry_after_seconds",
+    "set_requests_forbidden",
     "split_sdk_options",
     "tool_definitions",
 ]
@@ -51,6 +54,22 @@ SDK_OPTION_KEYS = frozenset({"extra_headers", "extra_query", "timeout"})
 def as_dict(value: object) -> dict[str, Any]:
     """``value`` when it is a JSON object, else an empty dict (providers send nulls freely)."""
     return dict(value) if isinstance(value, Mapping) else {}
+
+
+def read_dict(value: object) -> Mapping[str, Any]:
+    """``value`` when it is a JSON object — not copied, to be read only — else an empty one: the
+    parsers' per-answer and per-chunk reads, where a copy per object is most of the cost."""
+    if type(value) is dict or isinstance(value, Mapping):
+        return value
+    return _EMPTY
+
+
+def read_list(value: object) -> Sequence[Any]:
+    """``value`` when it is a JSON array — not copied, to be read only — else an empty one."""
+    return value if type(value) is list or isinstance(value, tuple) else ()
+
+
+_EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 
 def as_list(value: object) -> list[Any]:

@@ -33,9 +33,7 @@ from ..messages import (
 )
 from ..model import ChatResponse, ChatResponseMetadata, Generation, Prompt, Usage
 from ._common import (
-    as_dict,
     as_int,
-    as_list,
     as_str,
     check_request_allowed,
     error_from_body,
@@ -44,6 +42,8 @@ from ._common import (
     layer_params,
     new_tool_call_id,
     option_params,
+    read_dict,
+    read_list,
     split_sdk_options,
     tool_definitions,
 )
@@ -122,7 +122,7 @@ class OpenAIChatModel:
                 provider=self.provider,
             ) from exc
         data = self._checked(body, "the response body")
-        if not as_list(data.get("choices")):
+        if not read_list(data.get("choices")):
             raise incomplete_answer(self.provider, path.url, "the response has no choices")
         return parse_completion(data)
 
@@ -231,7 +231,7 @@ class OpenAIChatModel:
 
 def _stream_error(data: object, provider: str) -> ModelError:
     """The ModelError for an ``event: error`` frame of a stream (its ``error`` object when it has one)."""
-    error = as_dict(data).get("error")
+    error = read_dict(data).get("error")
     if isinstance(error, dict):
         data = error
     return error_from_body(data, provider=provider, status_code=None, fallback=f"error event: {data!r:.200}")
@@ -302,7 +302,7 @@ def _assistant_param(message: AssistantMessage, replay_reasoning: bool) -> dict[
 
 def parse_completion(data: Mapping[str, Any]) -> ChatResponse:
     """A ChatResponse from a Chat Completions response body (one generation per choice)."""
-    generations = tuple(_generation(as_dict(choice)) for choice in as_list(data.get("choices")))
+    generations = tuple(_generation(read_dict(choice)) for choice in read_list(data.get("choices")))
     finish = generations[0].finish_reason if generations else None
     return ChatResponse(
         generations,
@@ -316,8 +316,8 @@ def parse_completion(data: Mapping[str, Any]) -> ChatResponse:
 
 
 def _generation(choice: Mapping[str, Any]) -> Generation:
-    message = as_dict(choice.get("message"))
-    calls = tuple(_tool_call(as_dict(c)) for c in as_list(message.get("tool_calls")))
+    message = read_dict(choice.get("message"))
+    calls = tuple(_tool_call(read_dict(c)) for c in read_list(message.get("tool_calls")))
     metadata = _reasoning_metadata(message)
     refusal = as_str(message.get("refusal"))
     if refusal:
@@ -328,17 +328,19 @@ def _generation(choice: Mapping[str, Any]) -> Generation:
 
 def _content_text(content: object) -> str | None:
     if isinstance(content, list):
-        parts = [as_str(as_dict(p).get("text")) or "" for p in content if as_dict(p).get("type") == "text"]
+        parts = [
+            as_str(read_dict(p).get("text")) or "" for p in content if read_dict(p).get("type") == "text"
+        ]
         content = "".join(parts)
     return content if isinstance(content, str) and content else None
 
 
 def _tool_call(call: Mapping[str, Any]) -> ToolCall:
     if call.get("type") == "custom":
-        custom = as_dict(call.get("custom"))
+        custom = read_dict(call.get("custom"))
         name, arguments = as_str(custom.get("name")), as_str(custom.get("input"))
     else:
-        function = as_dict(call.get("function"))
+        function = read_dict(call.get("function"))
         name, arguments = as_str(function.get("name")), as_str(function.get("arguments"))
     return ToolCall(as_str(call.get("id")) or new_tool_call_id(), name or "", arguments or "")
 
@@ -353,7 +355,7 @@ def _reasoning_metadata(message: Mapping[str, Any]) -> dict[str, Any]:
 
 def parse_usage(usage: object) -> Usage | None:
     """Usage from a Chat Completions ``usage`` object, or None when there is none."""
-    data = as_dict(usage)
+    data = read_dict(usage)
     if not data:
         return None
     return Usage(as_int(data.get("prompt_tokens")), as_int(data.get("completion_tokens")))
@@ -370,7 +372,7 @@ class _PartialCall:
 
     def add(self, delta: Mapping[str, Any]) -> None:
         self.id = self.id or as_str(delta.get("id")) or ""
-        function = as_dict(delta.get("function"))
+        function = read_dict(delta.get("function"))
         self.name += as_str(function.get("name")) or ""
         self.arguments.append(as_str(function.get("arguments")) or "")
 
@@ -430,7 +432,7 @@ class StreamAssembler:
         calls = delta.get("tool_calls")
         if calls and isinstance(calls, list | tuple):
             for call in calls:
-                self._add_call(as_dict(call))
+                self._add_call(read_dict(call))
         content = delta.get("content")
         if type(content) is str:
             return content or None
@@ -447,7 +449,7 @@ class StreamAssembler:
         index = delta.get("index")
         if not isinstance(index, int):
             # No index (some servers): a delta with an id or a name starts a new call.
-            starts = bool(delta.get("id")) or bool(as_dict(delta.get("function")).get("name"))
+            starts = bool(delta.get("id")) or bool(read_dict(delta.get("function")).get("name"))
             index = len(self.calls) if starts or not self.calls else max(self.calls)
         self.calls.setdefault(index, _PartialCall()).add(delta)
 
