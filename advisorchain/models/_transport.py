@@ -263,7 +263,6 @@ class AiohttpPath:
         import aiohttp
 
         template = await self._template(sdk_options)
-        data = body
         headers = template.headers
         if template.idempotency_header:
             headers = {**headers, template.idempotency_header: self.client._idempotency_key()}
@@ -272,7 +271,7 @@ class AiohttpPath:
             sent = {**headers, "x-stainless-retry-count": str(retries_taken)}
             try:
                 response = await self._session.post(
-                    template.url, data=data, headers=sent, timeout=template.timeout
+                    template.url, data=body, headers=sent, timeout=template.timeout
                 )
             except (aiohttp.ClientError, TimeoutError) as exc:
                 timed_out = isinstance(exc, TimeoutError)
@@ -291,7 +290,7 @@ class AiohttpPath:
                 response.release()
                 await self._sleep(retries_taken, template, response.headers)
                 continue
-            raise await self._status_error(response, template)
+            raise await self._status_error(response)
         raise AssertionError("unreachable: the last attempt returns or raises")
 
     async def _sleep(self, retries_taken: int, template: _Template, headers: Any) -> None:
@@ -301,11 +300,13 @@ class AiohttpPath:
         self._log.info("Retrying request in %f seconds (retry %i of %s)", seconds, attempt, most)
         await asyncio.sleep(seconds)
 
-    async def _status_error(self, response: aiohttp.ClientResponse, template: _Template) -> ModelError:
+    async def _status_error(self, response: aiohttp.ClientResponse) -> ModelError:
         """The provider's error for a 4xx/5xx answer, as the SDK path reports it."""
+        import aiohttp
+
         try:
             raw = await response.read()
-        except (OSError, TimeoutError, ValueError) as exc:
+        except (aiohttp.ClientError, OSError, TimeoutError, ValueError) as exc:
             raw = f"(the error body could not be read: {exc})".encode()
         finally:
             response.release()
