@@ -61,7 +61,8 @@ class LoopClients(Generic[C]):
 
     async def current_companion(self) -> Any:
         """What ``companion(client)`` made of the running loop's client (once per loop, closed
-        with ``aclose()`` when the loop ends); for a client with nothing pooled, one shared."""
+        with ``aclose()`` when the loop ends, unless None); for a client with nothing pooled, one
+        shared."""
         if self._companion is None:
             raise ValueError("these LoopClients were made without a companion factory")
         entry = await self._entry()
@@ -83,7 +84,8 @@ class LoopClients(Generic[C]):
                 entry = _Entry(self._derive(self.template, http_client), pools)
                 if self._companion is not None:
                     entry.companion = self._companion(entry.client)
-                    pools.append(entry.companion)
+                    if entry.companion is not None:  # closed with the loop's pools
+                        pools.append(entry.companion)
                 self._by_loop[loop] = entry
         if entry.closer is None:
             closer = _close_at_loop_end(self._by_loop, self._lock, loop, entry)

@@ -19,6 +19,8 @@ client (a user's own ``http_client`` — proxies, mounts, a mock transport — i
 with a plain API key (no key provider, workload identity or custom auth, which hook into the SDK's
 send) and no proxy (one from the environment included: the SDK's stack goes through it).
 ``ADVISORCHAIN_HTTP=sdk`` in the environment keeps every request on the SDK path.
+``uses_default_http_client`` is the part of that test the Anthropic adapter applies to give its
+SDK client the SDK's own aiohttp client as its pool (the SDK still builds and sends each request).
 """
 
 from __future__ import annotations
@@ -41,7 +43,18 @@ from ._common import connection_error, error_from_body, retry_after_seconds
 if TYPE_CHECKING:
     import aiohttp
 
-__all__ = ["HTTP_ENV", "AiohttpPath", "HttpPath", "Reply", "SdkPath", "aiohttp_eligible", "dumps"]
+__all__ = [
+    "HTTP_ENV",
+    "AiohttpPath",
+    "HttpPath",
+    "Reply",
+    "SdkPath",
+    "aiohttp_eligible",
+    "dumps",
+    "pool_of",
+    "ssl_context",
+    "uses_default_http_client",
+]
 
 HTTP_ENV = "ADVISORCHAIN_HTTP"
 """``sdk`` keeps every request on the SDK's own HTTP stack; unset or ``auto``: aiohttp when it can."""
@@ -176,24 +189,32 @@ class _HttpxReply:
 # -- aiohttp ---------------------------------------------------------------------------------------
 
 
-def aiohttp_eligible(client: object, sdk_module: str) -> bool:
-    """True when requests of ``client`` (an SDK client of package ``sdk_module``) may travel over
-    aiohttp with exactly the SDK's configuration (see the module docstring)."""
+def uses_default_http_client(client: object, sdk_module: str) -> bool:
+    """True when aiohttp is installed and allowed (``ADVISORCHAIN_HTTP``) and ``client``, an SDK
+    client of package ``sdk_module``, runs on the SDK's default HTTP client with no proxy: its
+    connections may then travel over aiohttp with nothing of the user's configuration lost."""
     if os.environ.get(HTTP_ENV, "auto").strip().lower() == "sdk":
         return False
     if importlib.util.find_spec("aiohttp") is None:
         return False
-    sdk = importlib.import_module(sdk_module)
     base = importlib.import_module(f"{sdk_module}._base_client")
     default_http = getattr(base, "AsyncHttpxClientWrapper", None)
-    client_class = getattr(sdk, "AsyncOpenAI" if sdk_module == "openai" else "AsyncAnthropic", None)
-    if client_class is None or type(client) is not client_class:
-        return False
     http_client = getattr(client, "_client", None)
     if default_http is None or type(http_client) is not default_http:
         return False
-    if getattr(http_client, "_mounts", None) or getattr(_pool_of(http_client), "_proxy", None):
-        return False  # a proxy (from the environment): the SDK's stack goes through it
+    # A proxy (from the environment): the SDK's stack goes through it.
+    return not (getattr(http_client, "_mounts", None) or getattr(pool_of(http_client), "_proxy", None))
+
+
+def aiohttp_eligible(client: object, sdk_module: str) -> bool:
+    """True when requests of ``client`` may be sent by ``AiohttpPath`` — built by the SDK once,
+    sent without it — with exactly the SDK's configuration (see the module docstring)."""
+    if not uses_default_http_client(client, sdk_module):
+        return False
+    sdk = importlib.import_module(sdk_module)
+    client_class = getattr(sdk, "AsyncOpenAI" if sdk_module == "openai" else "AsyncAnthropic", None)
+    if client_class is None or type(client) is not client_class:
+        return False
     hooks = ("_provider_runtime", "_workload_identity_auth", "_api_key_provider")
     if any(getattr(client, hook, None) is not None for hook in hooks):
         return False
@@ -242,11 +263,11 @@ class AiohttpPath:
         # The SDK's own retry log lines, on its logger: what watches them (advisorchain chat's
         # "retrying" lines, a user's logging setup) sees the same on either path.
         self._log = logging.getLogger(f"{sdk_module}._base_client")
-        pool = _pool_of(client._client)
+        pool = pool_of(client._client)
         connector = aiohttp.TCPConnector(
             limit=_pool_size(pool),
             limit_per_host=0,
-            ssl=_ssl_context(pool),
+            ssl=ssl_context(pool),
             keepalive_timeout=_keepalive(pool),
         )
         # No ``trust_env``: a proxy from the environment keeps the SDK path (see aiohttp_eligible),
@@ -466,7 +487,7 @@ def _timeouts(value: object) -> dict[str, float | None]:
     return {}
 
 
-def _pool_of(http_client: object) -> object:
+def pool_of(http_client: object) -> object:
     """The connection pool under an httpx2 client's default transport (None when it has none)."""
     return getattr(getattr(http_client, "_transport", None), "_pool", None)
 
@@ -483,7 +504,7 @@ def _keepalive(pool: object) -> float:
     return float(expiry) if isinstance(expiry, int | float) and expiry > 0 else 15.0
 
 
-def _ssl_context(pool: object) -> Any:
+def ssl_context(pool: object) -> Any:
     """The SSL context of the SDK's connection pool (its CA bundle and verification), if any."""
     context = getattr(pool, "_ssl_context", None)
     return context if context is not None else True

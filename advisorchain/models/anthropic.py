@@ -62,6 +62,7 @@ from ._common import (
     tool_definitions,
 )
 from ._loops import LoopClients
+from ._transport import pool_of, ssl_context, uses_default_http_client
 
 __all__ = ["AnthropicChatModel", "parse_message", "to_anthropic_messages"]
 
@@ -136,7 +137,7 @@ class AnthropicChatModel:
         self.max_tokens = max_tokens
         self.defaults: dict[str, Any] = dict(defaults)
         self.client = client if client is not None else _build_client(base_url, api_key, max_retries)
-        self._clients = LoopClients(self.client, _derive_client)
+        self._clients = LoopClients(self.client, _derive_client, _aiohttp_client)
 
     def __repr__(self) -> str:
         return f"AnthropicChatModel({self.model_name!r})"
@@ -252,8 +253,22 @@ def _endpoint(client: anthropic.AsyncAnthropic) -> str:
 
 
 def _derive_client(template: anthropic.AsyncAnthropic, http_client: Any) -> anthropic.AsyncAnthropic:
-    """A client configured as ``template`` over another HTTP client (see ``_loops``)."""
+    """A client configured as ``template`` over another HTTP client (see ``_loops``): the SDK's own
+    aiohttp client (``anthropic.DefaultAioHttpClient``) when aiohttp is installed and the template
+    runs on the SDK's default HTTP client without a proxy (see ``_transport.aiohttp_eligible``),
+    else a fresh pool like the template's. Every request still goes through the SDK (its
+    credentials, headers, timeouts, retries and errors); only the connection pool differs: aiohttp's
+    does not scan every pooled connection per request, httpx2's does."""
+    if uses_default_http_client(template, "anthropic"):
+        pool = pool_of(template._client)
+        http_client = anthropic.DefaultAioHttpClient(trust_env=False, verify=ssl_context(pool))
     return template.copy(http_client=http_client)
+
+
+def _aiohttp_client(client: anthropic.AsyncAnthropic) -> Any:
+    """The aiohttp-backed HTTP client of a loop's client, closed when the loop ends (None if none)."""
+    http_client = client._client
+    return http_client if isinstance(http_client, anthropic.DefaultAioHttpClient) else None
 
 
 def _model_error(

@@ -27,6 +27,14 @@ from advisorchain.models.anthropic import AnthropicChatModel
 TIMEOUT = 0.5
 
 
+@pytest.fixture(autouse=True, params=["aiohttp", "sdk"])
+def http_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every fault on both connection pools: the SDK's aiohttp client (chosen when aiohttp is
+    installed) and its default httpx2 one."""
+    monkeypatch.setenv("ADVISORCHAIN_HTTP", "auto" if request.param == "aiohttp" else "sdk")
+    return str(request.param)
+
+
 @pytest.fixture(scope="module")
 def _server() -> Iterator[FaultServer]:
     with running_server() as server:

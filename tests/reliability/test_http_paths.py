@@ -24,6 +24,7 @@ from fault_server import (
 from advisorchain import ModelError, Prompt, UserMessage, tool
 from advisorchain.model import ChatOptions
 from advisorchain.models._transport import AiohttpPath, SdkPath
+from advisorchain.models.anthropic import AnthropicChatModel
 from advisorchain.models.openai import OpenAIChatModel
 
 pytest.importorskip("aiohttp", reason="the aiohttp path needs the fast extra")
@@ -209,3 +210,19 @@ async def test_a_finished_stream_gives_its_connection_back(server: FaultServer) 
         assert "".join([c.text or "" async for c in model.stream(Prompt([UserMessage("hi")]))]) == "ab"
 
     assert server.connections - before == 1
+
+
+# -- Anthropic: the SDK's own aiohttp client under each loop's client ------------------------------
+
+
+async def test_an_anthropic_client_runs_on_the_sdks_aiohttp_client_unless_told_not_to(
+    server: FaultServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    anthropic = pytest.importorskip("anthropic")
+    template = anthropic.AsyncAnthropic(api_key="k", base_url=server.url)
+    model = AnthropicChatModel("claude-x", client=template)
+    assert isinstance((await model._clients.current())._client, anthropic.DefaultAioHttpClient)
+
+    _use(monkeypatch, "sdk")
+    kept = AnthropicChatModel("claude-x", client=anthropic.AsyncAnthropic(api_key="k", base_url=server.url))
+    assert not isinstance((await kept._clients.current())._client, anthropic.DefaultAioHttpClient)
