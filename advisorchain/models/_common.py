@@ -370,5 +370,12 @@ def _sends_over_network(http_client: object) -> bool:
     mounts = getattr(http_client, "_mounts", None)
     if isinstance(mounts, Mapping):
         transports.extend(mounts.values())
-    # A connection-pooling transport (httpx's HTTP transport) opens sockets; mock transports do not.
-    return any(hasattr(t, "_pool") for t in transports if t is not None)
+    # A connection-pooling transport (httpx's HTTP transport, or the SDKs' aiohttp transport) opens
+    # sockets; mock and replay transports do not.
+    return any(
+        hasattr(t, "_pool") or type(t).__name__ in _NETWORK_TRANSPORTS for t in transports if t is not None
+    )
+
+
+_NETWORK_TRANSPORTS = frozenset({"AiohttpTransport"})
+"""Transports without an httpx pool that still send over the network (``DefaultAioHttpClient``'s)."""
