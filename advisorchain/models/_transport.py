@@ -110,7 +110,18 @@ class HttpPath(Protocol):
 # -- the SDK's own stack ---------------------------------------------------------------------------
 
 
-class SdkPath:
+class _Endpoint:
+    """One endpoint of one SDK client: what both paths know of where a request goes."""
+
+    def __init__(self, client: Any, path: str, provider: str, security: Mapping[str, bool] | None) -> None:
+        self.client = client
+        self.path = path
+        self.provider = provider
+        self.url = str(client.base_url).rstrip("/") + path
+        self._security = security
+
+
+class SdkPath(_Endpoint):
     """``client.post(path, body)`` with the SDK options (``extra_headers``, ``extra_query``,
     ``timeout``) as the SDK's request options; SDK errors mapped by ``error``. The body is JSON
     already serialized: the SDK sends bytes as they are."""
@@ -125,11 +136,7 @@ class SdkPath:
         sdk_error: type[Exception],
         error: Callable[[Exception, str, str], ModelError],
     ) -> None:
-        self.client = client
-        self.path = path
-        self.provider = provider
-        self.url = str(client.base_url).rstrip("/") + path
-        self._security = security
+        super().__init__(client, path, provider, security)
         self._sdk_error = sdk_error
         self._error = error
 
@@ -240,7 +247,7 @@ class _Template:
 _TEMPLATES_KEPT = 32
 
 
-class AiohttpPath:
+class AiohttpPath(_Endpoint):
     """Requests of one SDK client over one aiohttp session, on the event loop that made it."""
 
     def __init__(
@@ -254,11 +261,7 @@ class AiohttpPath:
     ) -> None:
         import aiohttp
 
-        self.client = client
-        self.path = path
-        self.provider = provider
-        self.url = str(client.base_url).rstrip("/") + path
-        self._security = security
+        super().__init__(client, path, provider, security)
         self._options_class = importlib.import_module(f"{sdk_module}._models").FinalRequestOptions
         # The SDK's own retry log lines, on its logger: what watches them (advisorchain chat's
         # "retrying" lines, a user's logging setup) sees the same on either path.

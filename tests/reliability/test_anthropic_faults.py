@@ -4,7 +4,6 @@ loopback: a stream without a stop reason or ``message_stop`` is never passed off
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 
 import pytest
 from fault_server import (
@@ -15,7 +14,6 @@ from fault_server import (
     anthropic_text_events,
     anthropic_tool_events,
     json_reply,
-    running_server,
     sse_frames,
     sse_reply,
 )
@@ -27,24 +25,7 @@ from advisorchain.models.anthropic import AnthropicChatModel
 TIMEOUT = 0.5
 
 
-@pytest.fixture(autouse=True, params=["aiohttp", "sdk"])
-def http_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Every fault on both connection pools: the SDK's aiohttp client (chosen when aiohttp is
-    installed) and its default httpx2 one."""
-    monkeypatch.setenv("ADVISORCHAIN_HTTP", "auto" if request.param == "aiohttp" else "sdk")
-    return str(request.param)
-
-
-@pytest.fixture(scope="module")
-def _server() -> Iterator[FaultServer]:
-    with running_server() as server:
-        yield server
-
-
-@pytest.fixture
-def server(_server: FaultServer) -> FaultServer:
-    _server.reset()
-    return _server
+pytestmark = pytest.mark.usefixtures("http_path")  # every fault on both HTTP paths
 
 
 def _model(server: FaultServer) -> AnthropicChatModel:

@@ -8,10 +8,8 @@ from __future__ import annotations
 import asyncio
 import gc
 import threading
-from collections.abc import Iterator
 
 import openai
-import pytest
 from fault_server import (
     FaultServer,
     anthropic_text_events,
@@ -19,7 +17,6 @@ from fault_server import (
     openai_completion,
     openai_text_events,
     openai_tool_events,
-    running_server,
     sse_reply,
 )
 
@@ -28,18 +25,6 @@ from advisorchain.model import ChatModel
 from advisorchain.models._loops import LoopClients
 from advisorchain.models.anthropic import AnthropicChatModel
 from advisorchain.models.openai import OpenAIChatModel
-
-
-@pytest.fixture(scope="module")
-def _server() -> Iterator[FaultServer]:
-    with running_server() as server:
-        yield server
-
-
-@pytest.fixture
-def server(_server: FaultServer) -> FaultServer:
-    _server.reset()
-    return _server
 
 
 def _openai(server: FaultServer) -> OpenAIChatModel:

@@ -5,7 +5,6 @@ source of truth for the key, headers, timeouts and retry policy."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import httpx2
@@ -17,7 +16,6 @@ from fault_server import (
     json_reply,
     openai_completion,
     openai_text_events,
-    running_server,
     sse_reply,
 )
 
@@ -30,18 +28,6 @@ from advisorchain.models.openai import OpenAIChatModel
 pytest.importorskip("aiohttp", reason="the aiohttp path needs the fast extra")
 
 PATHS = ("aiohttp", "sdk")
-
-
-@pytest.fixture(scope="module")
-def _server() -> Iterator[FaultServer]:
-    with running_server() as server:
-        yield server
-
-
-@pytest.fixture
-def server(_server: FaultServer) -> FaultServer:
-    _server.reset()
-    return _server
 
 
 def _use(monkeypatch: pytest.MonkeyPatch, path: str) -> None:

@@ -4,8 +4,6 @@ after the failed turn the stored conversation is exactly what it was before."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from fault_server import (
     FaultServer,
@@ -15,7 +13,6 @@ from fault_server import (
     openai_completion,
     openai_text_events,
     openai_tool_events,
-    running_server,
     sse_reply,
 )
 
@@ -52,18 +49,6 @@ CALL_FAILURES = {
 def lookup(key: str) -> str:
     """Look a key up."""
     return f"value of {key}"
-
-
-@pytest.fixture(scope="module")
-def _server() -> Iterator[FaultServer]:
-    with running_server() as server:
-        yield server
-
-
-@pytest.fixture
-def server(_server: FaultServer) -> FaultServer:
-    _server.reset()
-    return _server
 
 
 def _client(server: FaultServer) -> tuple[ChatClient, MessageWindowChatMemory]:

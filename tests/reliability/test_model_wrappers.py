@@ -4,7 +4,7 @@ OpenAI adapter against the fault server for retry-after and broken connections."
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import pytest
 from fault_server import (
@@ -13,7 +13,6 @@ from fault_server import (
     json_reply,
     openai_completion,
     openai_text_events,
-    running_server,
     sse_reply,
 )
 from hypothesis import given
@@ -224,18 +223,6 @@ async def test_wrappers_are_chat_models_a_client_can_use() -> None:
 
 
 # -- through the real adapter ------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def _server() -> Iterator[FaultServer]:
-    with running_server() as server:
-        yield server
-
-
-@pytest.fixture
-def server(_server: FaultServer) -> FaultServer:
-    _server.reset()
-    return _server
 
 
 def _adapter(server: FaultServer) -> OpenAIChatModel:

@@ -5,7 +5,6 @@ answer passed off as complete."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 
 import pytest
 from fault_server import (
@@ -19,7 +18,6 @@ from fault_server import (
     openai_completion,
     openai_text_events,
     openai_tool_events,
-    running_server,
     sse_frames,
     sse_reply,
 )
@@ -31,24 +29,7 @@ from advisorchain.models.openai import OpenAIChatModel
 TIMEOUT = 0.5
 
 
-@pytest.fixture(autouse=True, params=["aiohttp", "sdk"])
-def http_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Every fault on both ways a request travels: aiohttp (chosen when installed) and the SDK's
-    own httpx2 stack."""
-    monkeypatch.setenv("ADVISORCHAIN_HTTP", "auto" if request.param == "aiohttp" else "sdk")
-    return str(request.param)
-
-
-@pytest.fixture(scope="module")
-def _server() -> Iterator[FaultServer]:
-    with running_server() as server:
-        yield server
-
-
-@pytest.fixture
-def server(_server: FaultServer) -> FaultServer:
-    _server.reset()
-    return _server
+pytestmark = pytest.mark.usefixtures("http_path")  # every fault on both HTTP paths
 
 
 def _model(server: FaultServer) -> OpenAIChatModel:

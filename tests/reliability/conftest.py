@@ -1,0 +1,30 @@
+"""Fixtures shared by the reliability tests: the fault server, and both ways a request travels."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from fault_server import FaultServer, running_server
+
+
+@pytest.fixture(scope="module")
+def _server() -> Iterator[FaultServer]:
+    """One fault server per test module (started once: it is cheap to reset, not to start)."""
+    with running_server() as server:
+        yield server
+
+
+@pytest.fixture
+def server(_server: FaultServer) -> FaultServer:
+    """The module's fault server with no queued replies and no recorded requests."""
+    _server.reset()
+    return _server
+
+
+@pytest.fixture(params=["aiohttp", "sdk"])
+def http_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The test once with aiohttp carrying the requests (chosen when installed) and once on the
+    SDK's own httpx2 stack (``ADVISORCHAIN_HTTP=sdk``)."""
+    monkeypatch.setenv("ADVISORCHAIN_HTTP", "auto" if request.param == "aiohttp" else "sdk")
+    return str(request.param)
