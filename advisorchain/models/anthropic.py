@@ -19,6 +19,7 @@ is a ``ModelError`` (the answer was cut short), never a short answer.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -259,16 +260,19 @@ def _derive_client(template: anthropic.AsyncAnthropic, http_client: Any) -> anth
     else a fresh pool like the template's. Every request still goes through the SDK (its
     credentials, headers, timeouts, retries and errors); only the connection pool differs: aiohttp's
     does not scan every pooled connection per request, httpx2's does."""
-    if uses_default_http_client(template, "anthropic"):
-        pool = pool_of(template._client)
-        http_client = anthropic.DefaultAioHttpClient(trust_env=False, verify=ssl_context(pool))
+    aiohttp_client = getattr(anthropic, "DefaultAioHttpClient", None)  # SDKs from 2025 on
+    if aiohttp_client is not None and uses_default_http_client(template, "anthropic"):
+        # An SDK whose aiohttp client needs a package that is not here keeps the httpx2 pool.
+        with contextlib.suppress(ImportError, RuntimeError):
+            http_client = aiohttp_client(trust_env=False, verify=ssl_context(pool_of(template._client)))
     return template.copy(http_client=http_client)
 
 
 def _aiohttp_client(client: anthropic.AsyncAnthropic) -> Any:
     """The aiohttp-backed HTTP client of a loop's client, closed when the loop ends (None if none)."""
+    aiohttp_client = getattr(anthropic, "DefaultAioHttpClient", None)
     http_client = client._client
-    return http_client if isinstance(http_client, anthropic.DefaultAioHttpClient) else None
+    return http_client if aiohttp_client is not None and isinstance(http_client, aiohttp_client) else None
 
 
 def _model_error(
