@@ -6,27 +6,35 @@ Every error the library raises on purpose derives from one root::
     ├── ChainConfigurationError (also ValueError)   bad advisors, tools, chain set-up
     ├── SyncInAsyncContextError (also RuntimeError) a sync method used inside a running loop
     ├── ModelError                                  a provider failed (.status_code when HTTP)
+    │   └── ContextLengthExceededError              the prompt does not fit the model's context
     ├── ToolExecutionError                          a tool failed and raise_on_error was set
     ├── ToolCallLimitExceeded                       a per-turn tool-call limit was hit
     ├── MaxIterationsExceeded                       the tool loop ran out of iterations
     ├── StructuredOutputValidationError             the answer never matched the schema
+    ├── EvaluationFailedError                       self-refinement ran out of attempts
+    ├── VectorStoreError                            a vector store failed (retrieval)
+    ├── UsageLimitExceeded                          a usage limit (requests, tokens, cost) was hit
     └── ChatMemoryDecodeError (also ValueError)     a stored message cannot be read back
                                                     (advisorchain.memory)
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 __all__ = [
     "AdvisorChainError",
     "ChainConfigurationError",
+    "ContextLengthExceededError",
+    "EvaluationFailedError",
     "MaxIterationsExceeded",
     "ModelError",
     "StructuredOutputValidationError",
     "SyncInAsyncContextError",
     "ToolCallLimitExceeded",
     "ToolExecutionError",
+    "UsageLimitExceeded",
+    "VectorStoreError",
 ]
 
 
@@ -124,3 +132,61 @@ class StructuredOutputValidationError(AdvisorChainError):
         super().__init__(message)
         self.text = text
         self.errors = errors
+
+
+class ContextLengthExceededError(ModelError):
+    """The provider said the prompt does not fit the model's context window (OpenAI's
+    ``context_length_exceeded``, Anthropic's "prompt is too long", the wording of vLLM, llama.cpp and
+    Ollama on OpenAI-compatible servers). Compaction (``ContextCompactionAdvisor``) or a
+    ``RequestRetryAdvisor`` can shrink the prompt and try again."""
+
+
+class EvaluationFailedError(AdvisorChainError):
+    """A self-refining advisor ran out of attempts and every answer was rejected (``on_failure="raise"``).
+
+    ``results`` holds one ``EvaluationResult`` per attempt, ``answer`` the last answer's text and
+    ``response`` the last ``ChatResponse``.
+    """
+
+    def __init__(self, message: str, *, results: tuple[Any, ...], answer: str | None, response: Any) -> None:
+        super().__init__(message)
+        self.results = results
+        self.answer = answer
+        self.response = response
+
+
+class VectorStoreError(AdvisorChainError):
+    """A vector store failed (connection refused, missing extension, locked or damaged file).
+
+    ``store`` is the store object; the original exception is ``__cause__``.
+    """
+
+    def __init__(self, message: str, *, store: Any = None) -> None:
+        super().__init__(message)
+        self.store = store
+
+
+class UsageLimitExceeded(AdvisorChainError):
+    """A usage limit of the run was hit (``UsageLimits``).
+
+    ``limit_name`` names the limit (``"request_limit"``, ``"cost_limit"``...), ``limit`` its value,
+    ``run_usage`` the run's totals (a ``RunUsage``), ``when`` where it was checked and
+    ``partial_response`` the last complete ``ChatResponse`` (or None).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        limit_name: str,
+        limit: Any,
+        run_usage: Any,
+        when: Literal["before_request", "after_response", "before_tool_calls"],
+        partial_response: Any = None,
+    ) -> None:
+        super().__init__(message)
+        self.limit_name = limit_name
+        self.limit = limit
+        self.run_usage = run_usage
+        self.when = when
+        self.partial_response = partial_response

@@ -79,6 +79,23 @@ class AdvisorParams:
     """In the context of a response that ended with ``approvalRequired``: the loop's whole history,
     ending with the assistant tool-call message (pass it to ``messages(...)`` to resume)."""
 
+    EVALUATIONS: ClassVar[str] = "advisorchain.evaluations"
+    """In the context of a response a ``SelfRefineEvaluationAdvisor`` returned: one
+    ``EvaluationResult`` per attempt, in order."""
+
+    EVALUATION_CONTEXT: ClassVar[str] = "advisorchain.evaluation_context"
+    """Supporting passages (a sequence of str, e.g. the retrieved documents' texts) that evaluators
+    receive as ``EvaluationRequest.context``."""
+
+    RETRIEVED_DOCUMENTS: ClassVar[str] = "advisorchain.retrieved_documents"
+    """The documents a retrieval advisor found for the request (a tuple of ``Document``, best first)."""
+
+    CITATIONS: ClassVar[str] = "advisorchain.citations"
+    """In a response's context: the retrieved documents the answer cites (a tuple of ``Citation``)."""
+
+    RUN_USAGE: ClassVar[str] = "advisorchain.run_usage"
+    """In every response's context: the run's totals so far (a ``RunUsage``)."""
+
 
 class ToolAdvisor:
     """Marker: an advisor that owns the tool loop (at most one per chain)."""

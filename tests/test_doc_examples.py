@@ -1,0 +1,33 @@
+"""The Python examples of the README and of every page under docs/ run as written (those that need
+a provider's network are skipped)."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+BLOCKS = [
+    (page.relative_to(ROOT).as_posix(), index, block)
+    for page in PAGES
+    for index, block in enumerate(re.findall(r"```python\n(.*?)```", page.read_text(encoding="utf-8"), re.DOTALL))
+]
+NEEDS_NETWORK = ("OpenAIChatModel", "OpenAIResponsesChatModel", "AnthropicChatModel", "OTLPSpanExporter")
+
+
+def test_the_readme_has_examples() -> None:
+    assert sum(1 for page, _, _ in BLOCKS if page == "README.md") >= 5
+
+
+@pytest.mark.parametrize(("page", "index", "block"), BLOCKS, ids=[f"{p}:{i}" for p, i, _ in BLOCKS])
+def test_doc_example_runs(page: str, index: int, block: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # examples may create files (a SQLite database, say)
+    if any(name in block for name in NEEDS_NETWORK):
+        pytest.skip("talks to a real provider")
+    with contextlib.redirect_stdout(io.StringIO()):
+        exec(compile(block, f"{page} block {index}", "exec"), {"__name__": "doc_example"})
