@@ -165,11 +165,18 @@ class AssistantMessage:
 
 @dataclass(frozen=True, slots=True)
 class ToolResponse:
-    """The result of one tool call; ``id`` is the id of the call it answers."""
+    """The result of one tool call; ``id`` is the id of the call it answers. ``media`` holds what a
+    tool returned besides text (an MCP tool's image, say): each provider adapter sends it in its own
+    way (in the tool result, or in a user message right after the tool responses)."""
 
     id: str
     name: str
     response_data: str
+    media: Sequence[Media] = ()
+
+    def __post_init__(self) -> None:
+        if type(self.media) is not tuple:
+            object.__setattr__(self, "media", tuple(self.media))
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,9 +213,7 @@ def message_to_dict(message: Message) -> dict[str, Any]:
     if isinstance(message, ToolResponseMessage):
         return {
             "type": "tool",
-            "responses": [
-                {"id": r.id, "name": r.name, "response_data": r.response_data} for r in message.responses
-            ],
+            "responses": [_tool_response_to_dict(r) for r in message.responses],
             "metadata": dict(message.metadata),
         }
     if isinstance(message, UserMessage):
@@ -219,6 +224,20 @@ def message_to_dict(message: Message) -> dict[str, Any]:
     if isinstance(message, SystemMessage):
         return {"type": "system", "text": message.text, "metadata": dict(message.metadata)}
     raise TypeError(f"not a message: {message!r}")
+
+
+def _tool_response_to_dict(response: ToolResponse) -> dict[str, Any]:
+    data: dict[str, Any] = {"id": response.id, "name": response.name, "response_data": response.response_data}
+    if response.media:
+        data["media"] = [_media_to_dict(m) for m in response.media]
+    return data
+
+
+def _media_list(data: Mapping[str, Any], what: str) -> tuple[Media, ...]:
+    media = data.get("media") or []
+    if not isinstance(media, list):
+        raise ValueError(f"{what}: field 'media' must be a list, got {media!r}")
+    return tuple(_media_from_dict(m) for m in media)
 
 
 def _media_to_dict(media: Media) -> dict[str, Any]:
@@ -263,12 +282,7 @@ def message_from_dict(data: Mapping[str, Any]) -> Message:
         raise ValueError(f"message metadata must be an object, got {metadata!r}")
     what = f"{kind} message"
     if kind == "user":
-        media = data.get("media") or []
-        if not isinstance(media, list):
-            raise ValueError(f"user message: field 'media' must be a list, got {media!r}")
-        return UserMessage(
-            _field(data, "text", str, what), metadata, tuple(_media_from_dict(m) for m in media)
-        )
+        return UserMessage(_field(data, "text", str, what), metadata, _media_list(data, what))
     if kind == "system":
         return SystemMessage(_field(data, "text", str, what), metadata)
     if kind == "assistant":
@@ -293,6 +307,7 @@ def message_from_dict(data: Mapping[str, Any]) -> Message:
                     _field(r, "id", str, "tool response"),
                     _field(r, "name", str, "tool response"),
                     _field(r, "response_data", str, "tool response"),
+                    _media_list(r, "tool response"),
                 )
                 for r in responses
             ),
