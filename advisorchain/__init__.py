@@ -36,6 +36,7 @@ if _typing.TYPE_CHECKING:
         CallResponseSpec,
         ChatClient,
         ChatClientRequestSpec,
+        ResponseEntity,
         StreamResponseSpec,
     )
     from .errors import (
@@ -82,6 +83,7 @@ if _typing.TYPE_CHECKING:
         ChatOptions,
         ChatResponse,
         ChatResponseMetadata,
+        FinishReason,
         Generation,
         Prompt,
         Usage,
@@ -135,6 +137,7 @@ __all__ = [
     "ContextLengthExceededError",
     "Denied",
     "EvaluationFailedError",
+    "FinishReason",
     "FunctionChatModel",
     "FunctionTool",
     "Generation",
@@ -153,6 +156,7 @@ __all__ = [
     "PostgresChatMemoryRepository",
     "Prompt",
     "RedisChatMemoryRepository",
+    "ResponseEntity",
     "SQLiteChatMemoryRepository",
     "SafeGuardAdvisor",
     "ScriptedChatModel",

@@ -16,6 +16,7 @@ ToolContext ChatMemory ChatMemoryRepository tool tool_callbacks ToolCallingManag
 ToolCallingAdvisor StructuredOutputValidationAdvisor MessageChatMemoryAdvisor MessageWindowChatMemory
 InMemoryChatMemoryRepository SQLiteChatMemoryRepository PostgresChatMemoryRepository RedisChatMemoryRepository
 TodoTools TodoItem TodoReminderAdvisor ToolSearchToolCallingAdvisor SimpleLoggerAdvisor SafeGuardAdvisor Approved Denied
+ResponseEntity ContextLengthExceededError EvaluationFailedError VectorStoreError UsageLimitExceeded
 """
 
 # Names API.md places in each submodule.
@@ -39,7 +40,9 @@ _SECTIONS = {
     "advisorchain.durable.dbos": "DBOSAgent DurableResult DurableToolError STREAM_KEY PENDING_EVENT DECISIONS_TOPIC",
     "advisorchain.mcp": "McpServerStdio McpServerHttp serve",
     "advisorchain.errors": "AdvisorChainError ToolExecutionError ToolCallLimitExceeded MaxIterationsExceeded "
-    "StructuredOutputValidationError ModelError ChainConfigurationError",
+    "StructuredOutputValidationError ModelError ChainConfigurationError ContextLengthExceededError "
+    "EvaluationFailedError VectorStoreError UsageLimitExceeded",
+    "advisorchain.client": "ChatClient ResponseEntity",
 }
 
 

@@ -329,6 +329,9 @@ class ToolCallingAdvisor(ToolAdvisor):
     async def _initialize(
         self, request: ChatClientRequest, chain: CallAdvisorChain | StreamAdvisorChain
     ) -> ChatClientRequest:
+        if request is None or chain is None:
+            missing = "request" if request is None else "chain"
+            raise ChainConfigurationError(f"{self.name!r} was given no {missing}; it must not be None")
         return checked_request(await self.do_initialize_loop(request, chain), self, "do_initialize_loop")
 
     async def _round_request(
