@@ -16,6 +16,9 @@ ToolContext ChatMemory ChatMemoryRepository tool tool_callbacks ToolCallingManag
 ToolCallingAdvisor StructuredOutputValidationAdvisor MessageChatMemoryAdvisor MessageWindowChatMemory
 InMemoryChatMemoryRepository SQLiteChatMemoryRepository PostgresChatMemoryRepository RedisChatMemoryRepository
 TodoTools TodoItem TodoReminderAdvisor ToolSearchToolCallingAdvisor SimpleLoggerAdvisor SafeGuardAdvisor Approved Denied
+EvaluationFailedError EvaluationRequest EvaluationResult Evaluator LLMJudgeEvaluator RelevancyEvaluator
+FactCheckingEvaluator SelfRefineEvaluationAdvisor Case CaseResult EvaluatorTotals EvaluationReport
+ExpectedAnswerEvaluator evaluate_cases aevaluate_cases
 """
 
 # Names API.md places in each submodule.
@@ -38,6 +41,9 @@ _SECTIONS = {
     "PENDING_QUERY DECIDE_UPDATE",
     "advisorchain.durable.dbos": "DBOSAgent DurableResult DurableToolError STREAM_KEY PENDING_EVENT DECISIONS_TOPIC",
     "advisorchain.mcp": "McpServerStdio McpServerHttp serve",
+    "advisorchain.evaluation": "EvaluationRequest EvaluationResult Evaluator LLMJudgeEvaluator RelevancyEvaluator "
+    "FactCheckingEvaluator SelfRefineEvaluationAdvisor Case CaseResult EvaluatorTotals EvaluationReport "
+    "ExpectedAnswerEvaluator evaluate_cases aevaluate_cases",
     "advisorchain.errors": "AdvisorChainError ToolExecutionError ToolCallLimitExceeded MaxIterationsExceeded "
     "StructuredOutputValidationError ModelError ChainConfigurationError",
 }
