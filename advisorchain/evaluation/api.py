@@ -36,6 +36,8 @@ __all__ = [
 def as_passages(value: object, what: str) -> tuple[str, ...]:
     """Supporting passages as a tuple of str: a str is one passage, a sequence of str is several;
     anything else is a ChainConfigurationError naming ``what``."""
+    if type(value) is tuple and all(type(p) is str for p in value):
+        return value  # the common case (and the empty one), checked without the Sequence ABC
     if isinstance(value, str):
         return (value,)
     if isinstance(value, Sequence) and all(isinstance(p, str) for p in value):
