@@ -118,7 +118,7 @@ class EvaluationReport:
         score, the answer's time and tokens, the error or first failing feedback), the totals in the
         footer."""
         names = list(self.totals)
-        table = Table(show_footer=True, title="Evaluation", title_justify="left")
+        table = Table(show_footer=True)
         table.add_column("case", footer="total")
         table.add_column("passed", justify="center", footer=f"{self.passed_all}/{len(self.rows)}")
         for name in names:

@@ -205,6 +205,25 @@ def test_a_failed_run_stores_nothing_in_memory() -> None:
     assert memory.get("c") == []
 
 
+def test_a_judge_failure_stores_nothing_in_memory_and_the_next_turn_starts_clean() -> None:
+    memory = MessageWindowChatMemory()
+
+    def judge(request: EvaluationRequest) -> bool:
+        if request.user_text == QUESTION:
+            raise ModelError("judge unavailable", status_code=503)
+        return True
+
+    model = ScriptedChatModel([GOOD, "Hello!"])
+    client = ChatClient(
+        model, default_advisors=[MessageChatMemoryAdvisor(memory), SelfRefineEvaluationAdvisor(judge)]
+    )
+    with pytest.raises(ModelError):
+        client.prompt(QUESTION).param(ChatMemory.CONVERSATION_ID, "c").call().content()
+    assert memory.get("c") == []
+    assert client.prompt("Hi").param(ChatMemory.CONVERSATION_ID, "c").call().content() == "Hello!"
+    assert [m.text for m in memory.get("c")] == ["Hi", "Hello!"]  # type: ignore[union-attr]
+
+
 # -- passages -------------------------------------------------------------------------------------------
 
 
