@@ -212,19 +212,21 @@ def _evaluator_list(evaluators: object) -> list[object]:
 
 @contextmanager
 def _progress(shown: bool, total: int) -> Iterator[Callable[[], None]]:
-    """A progress bar on stderr while inside (nothing when not ``shown``); yields ``advance()``."""
-    if not shown:
-        yield lambda: None
-        return
+    """A progress bar on stderr while inside (nothing when not ``shown`` or when stderr is no
+    terminal); yields ``advance()``."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    console = Console(stderr=True)
+    if not shown or not (console.is_terminal or console.is_jupyter):  # a file or pipe gets no bar
+        yield lambda: None
+        return
     with Progress(
         TextColumn("evaluating"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
-        console=Console(stderr=True),
+        console=console,
         transient=True,
     ) as bar:
         task = bar.add_task("cases", total=total)
@@ -245,7 +247,8 @@ async def aevaluate_cases(
     conversation of its own, with the case's ``context`` under ``AdvisorParams.EVALUATION_CONTEXT``)
     or a function ``fn(case) -> str`` (sync functions run in a worker thread). Each evaluator gets
     an ``EvaluationRequest`` with the case's question, ``expected`` and ``context``. At most
-    ``concurrency`` cases run at once; ``progress=True`` shows a progress bar on stderr. A case whose
+    ``concurrency`` cases run at once; ``progress=True`` shows a progress bar on stderr (when it is a
+    terminal). A case whose
     target or evaluator raised is recorded as failed with the error and never stops the run.
 
     >>> report = await aevaluate_cases(client, cases, [ExpectedAnswerEvaluator("contains")])

@@ -178,6 +178,12 @@ async def test_no_more_cases_than_the_concurrency_run_at_once() -> None:
     assert peak == 1
 
 
+def test_progress_writes_nothing_when_stderr_is_no_terminal(capsys: pytest.CaptureFixture[str]) -> None:
+    report = evaluate_cases(capital, CASES, [short], progress=True)
+    assert len(report.rows) == 4
+    assert capsys.readouterr().err == ""
+
+
 def test_sync_targets_and_evaluators_run_off_the_event_loop() -> None:
     threads: set[str] = set()
 
