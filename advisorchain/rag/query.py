@@ -16,7 +16,8 @@ __all__ = ["Query", "query_of", "render_history"]
 @dataclass(frozen=True, slots=True, eq=False)
 class Query:
     """A query for the retrieval pipeline. ``history`` is the prompt's messages before the last user
-    message; ``context`` the request context (read-only). Equal and hashed by text and history."""
+    message (inside a tool loop, the round's tool calls and results too); ``context`` the request
+    context (read-only). Equal and hashed by text and history."""
 
     text: str
     history: Sequence[Message] = ()
@@ -46,12 +47,13 @@ class Query:
 
 
 def query_of(prompt: Prompt, context: Mapping[str, Any]) -> Query:
-    """The query of a prompt: its last user message's text, the messages before it as history."""
+    """The query of a prompt: its last user message's text; the history is the messages before it
+    — and, in a tool-loop round, the round's tool calls and results after it."""
     messages = prompt.instructions
     for i in range(len(messages) - 1, -1, -1):
         message = messages[i]
         if isinstance(message, UserMessage):
-            return Query(message.text, messages[:i], context)
+            return Query(message.text, (*messages[:i], *messages[i + 1 :]), context)
     return Query("", messages, context)
 
 

@@ -19,22 +19,25 @@ from typing import Any
 import pytest
 
 from advisorchain.rag import InMemoryVectorStore, SQLiteVectorStore
+from advisorchain.rag.stores._fusion import STOP_WORDS
 
 _WORD = re.compile(r"\w+")
 
 
 class WordsEmbeddingModel:
-    """Texts as hashed bags of lowercased words (``dimensions`` buckets), L2-normalized: texts that
+    """Texts as hashed bags of lowercased words (common words dropped) (``dimensions`` buckets), L2-normalized: texts that
     share words are similar. Deterministic and fast."""
 
-    def __init__(self, dimensions: int = 64, name: str = "words-64") -> None:
-        self.name = name
+    def __init__(self, dimensions: int = 256, name: str | None = None) -> None:
+        self.name = name or f"words-{dimensions}"
         self.dimensions = dimensions
         self.calls: list[list[str]] = []
 
     def _vector(self, text: str) -> list[float]:
         vector = [0.0] * self.dimensions
         for word in _WORD.findall(text.lower()):
+            if word in STOP_WORDS:
+                continue
             vector[int(hashlib.md5(word.encode()).hexdigest(), 16) % self.dimensions] += 1.0
         norm = math.sqrt(sum(x * x for x in vector)) or 1.0
         return [x / norm for x in vector] if any(vector) else [1.0] + [0.0] * (self.dimensions - 1)

@@ -19,7 +19,13 @@ from typing import Any
 import pytest
 
 from advisorchain.errors import ModelError
-from advisorchain.rag import Document, EmbeddingModel, InMemoryVectorStore, LocalEmbeddingModel, OpenAIEmbeddingModel
+from advisorchain.rag import (
+    Document,
+    EmbeddingModel,
+    InMemoryVectorStore,
+    LocalEmbeddingModel,
+    OpenAIEmbeddingModel,
+)
 
 
 def _norm(vector: list[float]) -> float:
@@ -94,7 +100,7 @@ def test_an_openai_compatible_endpoint_learns_its_dimension_at_the_first_call(na
 
 
 class _Failing(BaseHTTPRequestHandler):
-    def do_POST(self) -> None:  # noqa: N802 - http.server's name
+    def do_POST(self) -> None:
         body = json.dumps({"error": {"message": "model overloaded", "type": "server_error"}}).encode()
         self.rfile.read(int(self.headers.get("content-length", 0)))
         self.send_response(500)
@@ -147,6 +153,6 @@ def test_embedding_calls_are_spans(span_exporter: Any) -> None:
     store = InMemoryVectorStore(WordsEmbeddingModel())
     store.add([Document("a"), Document("b")])
     store.similarity_search("a")
-    spans = [s for s in span_exporter.get_finished_spans() if s.name == "embeddings words-64"]
+    spans = [s for s in span_exporter.get_finished_spans() if s.name == "embeddings words-256"]
     assert [s.attributes["advisorchain.rag.inputs"] for s in spans] == [2, 1]
     assert all(s.attributes["gen_ai.operation.name"] == "embeddings" for s in spans)

@@ -33,13 +33,13 @@ def test_opening_a_store_with_a_model_of_another_dimension_names_both(tmp_path: 
 
 
 def test_in_memory_save_and_load_round_trip(tmp_path: Path) -> None:
-    store = InMemoryVectorStore(WordsEmbeddingModel())
+    store = InMemoryVectorStore(WordsEmbeddingModel(64))
     store.add([Document("saved text", {"tags": ["a", "b"], "n": 1.5}, id="s")])
     store.save(tmp_path / "store.json")
-    loaded = InMemoryVectorStore.load(tmp_path / "store.json", WordsEmbeddingModel())
+    loaded = InMemoryVectorStore.load(tmp_path / "store.json", WordsEmbeddingModel(64))
     [doc] = loaded.similarity_search(SearchRequest("saved", filter="n > 1"))
     assert (doc.id, doc.text, doc.metadata) == ("s", "saved text", {"tags": ["a", "b"], "n": 1.5})
-    with pytest.raises(ChainConfigurationError, match="64.*8"):
+    with pytest.raises(ChainConfigurationError, match=r"64.*8"):
         InMemoryVectorStore.load(tmp_path / "store.json", WordsEmbeddingModel(8))
 
 

@@ -2,8 +2,8 @@
 evaluator for in-memory stores, a SQL translator per database)."""
 
 from .evaluator import kind_of, matches
-from .nodes import And, Comparison, Filter, Membership, Not, NullCheck, Or, Scalar
-from .parser import FilterSyntaxError, parse_filter
+from .nodes import And, Comparison, Filter, Membership, Not, NullCheck, Or, Scalar, parse_filter
+from .parser import FilterSyntaxError
 from .sql import SqlFilterTranslator, SQLiteFilterTranslator
 
 __all__ = [

@@ -11,7 +11,9 @@ import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Literal, TypeAlias
+from typing import Any, Literal, TypeAlias
+
+from .parser import parse_with
 
 __all__ = [
     "And",
@@ -25,6 +27,7 @@ __all__ = [
     "Scalar",
     "check_key",
     "check_value",
+    "parse_filter",
 ]
 
 Scalar: TypeAlias = str | int | float | bool
@@ -100,8 +103,6 @@ class Filter:
     def parse(text: str) -> Filter:
         """The filter that ``text`` (the portable expression language) describes; ValueError with
         the 1-based position where it does not parse."""
-        from .parser import parse_filter
-
         return parse_filter(text)
 
     @staticmethod
@@ -248,3 +249,34 @@ class Not(Filter):
 
     def __str__(self) -> str:
         return f"not ({self.operand})"
+
+
+class _Make:
+    """The parser's node factory."""
+
+    def comparison(self, key: str, op: str, value: Any) -> Filter:
+        return Comparison(key, op, value)  # type: ignore[arg-type]
+
+    def membership(self, key: str, values: tuple[Any, ...], negated: bool) -> Filter:
+        return Membership(key, values, negated)
+
+    def null_check(self, key: str, negated: bool) -> Filter:
+        return NullCheck(key, negated)
+
+    def and_(self, left: Filter, right: Filter) -> Filter:
+        return And(left, right)
+
+    def or_(self, left: Filter, right: Filter) -> Filter:
+        return Or(left, right)
+
+    def not_(self, operand: Filter) -> Filter:
+        return Not(operand)
+
+
+_MAKE = _Make()
+
+
+def parse_filter(text: str) -> Filter:
+    """The filter ``text`` describes (the portable expression language); ``FilterSyntaxError``, a
+    ValueError naming the 1-based position, when it does not parse."""
+    return parse_with(text, _MAKE)

@@ -20,11 +20,28 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Generic, Literal, Protocol, TypeVar
 
-from .nodes import And, Comparison, ComparisonOp, Filter, Membership, Not, NullCheck, Or, Scalar
+__all__ = ["FilterSyntaxError", "NodeFactory", "parse_with"]
 
-__all__ = ["FilterSyntaxError", "parse_filter"]
+N = TypeVar("N")
+
+
+class NodeFactory(Protocol[N]):
+    """How the parser builds nodes (the nodes module gives the one factory; the parser imports no
+    node class, so nodes may call the parser)."""
+
+    def comparison(self, key: str, op: str, value: Any) -> N: ...
+
+    def membership(self, key: str, values: tuple[Any, ...], negated: bool) -> N: ...
+
+    def null_check(self, key: str, negated: bool) -> N: ...
+
+    def and_(self, left: N, right: N) -> N: ...
+
+    def or_(self, left: N, right: N) -> N: ...
+
+    def not_(self, operand: N) -> N: ...
 
 
 class FilterSyntaxError(ValueError):
@@ -137,9 +154,10 @@ def _describe(token: _Token) -> str:
     return "the end of the expression" if token.kind == "end" else repr(token.text)
 
 
-class _Parser:
-    def __init__(self, text: str) -> None:
+class _Parser(Generic[N]):
+    def __init__(self, text: str, make: NodeFactory[N]) -> None:
         self.text = text
+        self.make = make
         self.tokens = _Lexer(text).tokens()
         self.k = 0
 
@@ -163,7 +181,7 @@ class _Parser:
         token = self.token
         return _error(self.text, f"expected {expected}, found {_describe(token)}", token.position)
 
-    def parse(self) -> Filter:
+    def parse(self) -> N:
         if self.kind() == "end":
             raise self.fail("a filter expression")
         node = self.expr()
@@ -171,24 +189,24 @@ class _Parser:
             raise self.fail("'and', 'or' or the end of the expression")
         return node
 
-    def expr(self) -> Filter:
+    def expr(self) -> N:
         node = self.and_expr()
         while self.kind() == "or" or self.keyword("or"):
             self.take()
-            node = Or(node, self.and_expr())
+            node = self.make.or_(node, self.and_expr())
         return node
 
-    def and_expr(self) -> Filter:
+    def and_expr(self) -> N:
         node = self.unary()
         while self.kind() == "and" or self.keyword("and"):
             self.take()
-            node = And(node, self.unary())
+            node = self.make.and_(node, self.unary())
         return node
 
-    def unary(self) -> Filter:
+    def unary(self) -> N:
         if self.keyword("not"):
             self.take()
-            return Not(self.unary())
+            return self.make.not_(self.unary())
         if self.kind() == "(":
             self.take()
             node = self.expr()
@@ -211,22 +229,21 @@ class _Parser:
             return token.text
         raise self.fail("a metadata key (a name, a dotted name or a quoted string)")
 
-    def predicate(self) -> Filter:
+    def predicate(self) -> N:
         key = self.key()
         token = self.token
         if token.kind == "op":
             self.take()
-            op: ComparisonOp = token.text  # type: ignore[assignment]
-            return Comparison(key, op, self.value())
+            return self.make.comparison(key, token.text, self.value())
         if self.keyword("in", "nin"):
             self.take()
-            return Membership(key, self.values(), negated=token.text.lower() == "nin")
+            return self.make.membership(key, self.values(), token.text.lower() == "nin")
         if self.keyword("not"):
             self.take()
             if not self.keyword("in"):
                 raise self.fail("'in' after 'not'")
             self.take()
-            return Membership(key, self.values(), negated=True)
+            return self.make.membership(key, self.values(), True)
         if self.keyword("is"):
             self.take()
             negated = self.keyword("not")
@@ -235,24 +252,24 @@ class _Parser:
             if not self.keyword("null"):
                 raise self.fail("'null'")
             self.take()
-            return NullCheck(key, negated=negated)
+            return self.make.null_check(key, negated)
         raise self.fail("an operator (==, !=, >, >=, <, <=, in, nin, not in, is null, is not null)")
 
-    def value(self) -> Scalar:
+    def value(self) -> Any:
         token = self.token
         if token.kind in ("string", "number"):
             self.take()
-            return token.value  # type: ignore[return-value]
+            return token.value
         if self.keyword("true", "false"):
             self.take()
             return token.text.lower() == "true"
         raise self.fail("a value (a quoted string, a number, true or false)")
 
-    def values(self) -> tuple[Scalar, ...]:
+    def values(self) -> tuple[Any, ...]:
         if self.kind() != "[":
             raise self.fail("'[' opening a list of values")
         self.take()
-        values: list[Scalar] = []
+        values: list[Any] = []
         if self.kind() == "]":
             self.take()
             return ()
@@ -269,8 +286,8 @@ class _Parser:
 _RESERVED = frozenset({"and", "or", "not", "in", "nin", "is", "null", "true", "false"})
 
 
-def parse_filter(text: str) -> Filter:
-    """The filter ``text`` describes (see the module's grammar)."""
+def parse_with(text: str, make: NodeFactory[N]) -> N:
+    """The filter ``text`` describes (see the module's grammar), built by ``make``."""
     if not isinstance(text, str):
         raise TypeError(f"a filter expression must be a str, got {text!r}")
-    return _Parser(text).parse()
+    return _Parser(text, make).parse()

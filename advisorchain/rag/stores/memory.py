@@ -12,14 +12,19 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from ...errors import ChainConfigurationError, VectorStoreError
 from ..documents import Document
 from ..embeddings import model_name
 from ..filters import Filter, matches
 from ..search import SearchRequest
 from .api import BaseVectorStore
+
+try:
+    import numpy as np
+except ImportError as exc:  # pragma: no cover - the rag extra brings numpy
+    from ...models._extras import missing_extra
+
+    raise missing_extra("advisorchain.rag", "rag", exc) from exc
 
 __all__ = ["InMemoryVectorStore"]
 
