@@ -5,7 +5,8 @@ the embedding ranks them low.
 
 This Python's ``sqlite3`` module may not load extensions, so the store goes through ``apsw`` (whose
 bundled SQLite has FTS5 and JSON). One connection per store, guarded by a lock; every write is one
-transaction, checked before it starts; filters are translated to SQL with every value bound.
+transaction, checked before it starts; metadata is kept as JSONB (read by filters without parsing
+text); filters are translated to SQL with every value bound.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ _TOKENIZER = "unicode61 remove_diacritics 2 tokenchars '_'"
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS advisorchain_store (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS documents ("
-    " rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, text TEXT NOT NULL, metadata TEXT NOT NULL)",
+    " rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, text TEXT NOT NULL, metadata BLOB NOT NULL)",
     "CREATE VIRTUAL TABLE IF NOT EXISTS documents_fts USING fts5("
     f"text, content='', contentless_delete=1, tokenize=\"{_TOKENIZER}\")",
 )
@@ -126,6 +127,21 @@ class SQLiteVectorStore(BaseVectorStore):
         with self._lock:
             yield self._conn
 
+    @contextmanager
+    def _writing(self) -> Iterator[Any]:
+        """One write transaction, its lock taken at the start (BEGIN IMMEDIATE): a deferred one that
+        read first could not upgrade once another connection wrote, and would fail at once instead
+        of waiting ``timeout``."""
+        with self._lock:
+            conn = self._conn
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+
     def _recorded(self) -> tuple[int | None, str | None]:
         with self._locked() as conn:
             values = dict(conn.execute("SELECT key, value FROM advisorchain_store").fetchall())
@@ -150,7 +166,7 @@ class SQLiteVectorStore(BaseVectorStore):
 
         found = len(vectors[0])
         blobs = np.asarray(vectors, dtype=np.float32)
-        with self._locked() as conn, conn:
+        with self._writing() as conn:
             dims, model = self._recorded()
             self.check_dimension(dims, model, found)
             if dims is None:
@@ -187,7 +203,7 @@ class SQLiteVectorStore(BaseVectorStore):
         conn.execute("INSERT INTO documents_vec(rowid, embedding) VALUES (?, ?)", (rowid, blob))
 
     def _delete(self, ids: list[str] | None, filter: Filter | None) -> int:
-        with self._locked() as conn, conn:
+        with self._writing() as conn:
             if ids is not None:
                 rows = [
                     r
@@ -280,7 +296,7 @@ class SQLiteVectorStore(BaseVectorStore):
         rows = {
             rowid: (doc_id, text, metadata)
             for rowid, doc_id, text, metadata in conn.execute(
-                f"SELECT rowid, id, text, metadata FROM documents WHERE rowid IN ({marks})",
+                f"SELECT rowid, id, text, json(metadata) FROM documents WHERE rowid IN ({marks})",
                 [r for r, _ in ranked],
             )
         }
