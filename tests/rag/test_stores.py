@@ -163,3 +163,8 @@ def test_concurrent_use_from_threads_loses_nothing(store: Any) -> None:
 async def test_concurrent_tasks_lose_nothing(store: Any) -> None:
     await asyncio.gather(*(store.aadd([Document(f"task {i}", id=str(i))]) for i in range(20)))
     assert len(await store.asimilarity_search(SearchRequest("task", top_k=50))) == 20
+
+
+def test_equally_similar_documents_keep_insertion_order(store: Any) -> None:
+    store.add([Document("same words", {"n": i}, id=f"d{i}") for i in range(6)])
+    assert [d.id for d in store.similarity_search(SearchRequest("same words", top_k=4))] == ["d0", "d1", "d2", "d3"]

@@ -66,6 +66,7 @@ class BaseVectorStore(ABC):
 
     def __init__(self, embedding_model: Any = None) -> None:
         self.embedding_model: Any = embedding_model if embedding_model is not None else LocalEmbeddingModel()
+        self._holds_documents = False  # known to hold documents: a search need not ask first
 
     # -- the contract, async core ------------------------------------------------------------------
 
@@ -77,17 +78,21 @@ class BaseVectorStore(ABC):
             return
         vectors = await aembed_documents(self.embedding_model, [d.text for d in docs])
         await self._in_thread(self._write, docs, vectors)
+        self._holds_documents = True
 
     async def adelete(self, ids: Iterable[str] | None = None, *, filter: str | Filter | None = None) -> int:
         """Delete the documents with these ids, or those matching ``filter``; how many were deleted."""
         listed, parsed = check_delete_arguments(ids, filter)
+        self._holds_documents = False
         return await self._in_thread(self._delete, listed, parsed)
 
     async def asimilarity_search(self, request: SearchRequest | str) -> list[Document]:
         """The documents most similar to the request's query, best first (an empty store: [])."""
         request = as_search_request(request)
-        if await self._in_thread(self._is_empty):
-            return []
+        if not self._holds_documents:  # an empty store answers without embedding the query
+            if await self._in_thread(self._is_empty):
+                return []
+            self._holds_documents = True
         vector = await aembed_query(self.embedding_model, request.query)
         return await self._in_thread(self._search, request, vector)
 

@@ -37,6 +37,18 @@ def _unit(vectors: Any) -> np.ndarray[Any, Any]:
     return matrix / np.where(norms == 0, 1, norms)
 
 
+def _best(similarity: np.ndarray[Any, Any], k: int) -> np.ndarray[Any, Any]:
+    """The positions of the ``k`` highest similarities, best first; a tie keeps the earlier position
+    (insertion order). Only the candidates at or above the k-th value are sorted."""
+    if k < similarity.size:
+        kth = np.partition(similarity, similarity.size - k)[similarity.size - k]
+        candidates = np.flatnonzero(similarity >= kth)
+    else:
+        candidates = np.arange(similarity.size)
+    order = np.lexsort((candidates, -similarity[candidates]))
+    return candidates[order][:k]
+
+
 class InMemoryVectorStore(BaseVectorStore):
     """A store in this process's memory; ``embedding_model=None`` means ``LocalEmbeddingModel()``.
 
@@ -107,24 +119,23 @@ class InMemoryVectorStore(BaseVectorStore):
         if not ids:
             return []
         self.check_dimension(matrix.shape[1], self._model_name, len(vector))
-        rows = np.arange(len(ids))
-        if request.filter is not None:
+        if request.filter is None:
+            rows = None
+            similarity = matrix @ _unit(vector)
+        else:
             rows = np.array(
-                [r for r in rows if matches(request.filter, docs[ids[r]].metadata)], dtype=np.int64
+                [r for r, i in enumerate(ids) if matches(request.filter, docs[i].metadata)], dtype=np.int64
             )
             if rows.size == 0:
                 return []
-        similarity = matrix[rows] @ _unit(vector)
-        # best first; a tie keeps insertion order (a stable sort on the negated similarity)
-        order = np.argsort(-similarity, kind="stable")
+            similarity = matrix[rows] @ _unit(vector)
         found: list[Document] = []
-        for position in order:
+        for position in _best(similarity, request.top_k):
             score = min(max(float(similarity[position]), 0.0), 1.0)
             if score < request.similarity_threshold:
                 break
-            found.append(docs[ids[rows[position]]].with_score(score))
-            if len(found) == request.top_k:
-                break
+            row = int(position) if rows is None else int(rows[position])
+            found.append(docs[ids[row]].with_score(score))
         return found
 
     # -- one file ------------------------------------------------------------------------------------

@@ -18,6 +18,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from ..._checks import check_seconds
+from ...errors import VectorStoreError
 from ...models._extras import missing_extra
 from ..documents import Document
 from ..embeddings import model_name
@@ -71,12 +73,16 @@ class SQLiteVectorStore(BaseVectorStore):
         super().__init__(embedding_model)
         self.path = os.fspath(path)
         self.hybrid = bool(hybrid)
-        self.timeout = float(timeout)
+        self.timeout = check_seconds(timeout, "timeout")
         self._apsw = apsw
         self._lock = threading.RLock()
         self._translator = SQLiteFilterTranslator("d.metadata")
+        self._known: tuple[int | None, str | None] | None = None
         self._conn = self._open(apsw, sqlite_vec)
-        dims, model = self._recorded()
+        try:
+            dims, model = self._recorded()
+        except apsw.Error as exc:
+            raise VectorStoreError(self.describe_failure(exc), store=self) from exc
         self.check_model(dims, model)
 
     def __repr__(self) -> str:
@@ -85,8 +91,6 @@ class SQLiteVectorStore(BaseVectorStore):
     # -- connection and schema ---------------------------------------------------------------------
 
     def _open(self, apsw: Any, sqlite_vec: Any) -> Any:
-        from ...errors import VectorStoreError
-
         try:
             conn = apsw.Connection(self.path)
             conn.set_busy_timeout(int(self.timeout * 1000))
@@ -143,10 +147,16 @@ class SQLiteVectorStore(BaseVectorStore):
             conn.execute("COMMIT")
 
     def _recorded(self) -> tuple[int | None, str | None]:
+        """The dimension and model name the file records (kept once known: they never change)."""
+        if self._known is not None:
+            return self._known
         with self._locked() as conn:
             values = dict(conn.execute("SELECT key, value FROM advisorchain_store").fetchall())
         dims = values.get("dimensions")
-        return (int(dims) if dims is not None else None), values.get("model")
+        recorded = (int(dims) if dims is not None else None), values.get("model")
+        if dims is not None:
+            self._known = recorded
+        return recorded
 
     def close(self) -> None:
         """Close the connection (the store cannot be used afterwards)."""
@@ -246,7 +256,7 @@ class SQLiteVectorStore(BaseVectorStore):
             if not self.hybrid:
                 ranked = [(row, similarity) for row, similarity in similar][: request.top_k]
             else:
-                keyword = self._keyword_side(conn, request.query, wanted, restrict, params)
+                keyword = self._keyword_side(conn, request.query, wanted, request.filter)
                 ranked = fuse([row for row, _ in similar], keyword)[: request.top_k]
             return self._documents(conn, ranked)
 
@@ -278,14 +288,28 @@ class SQLiteVectorStore(BaseVectorStore):
         return out
 
     def _keyword_side(
-        self, conn: Any, query: str, wanted: int, restrict: str, params: list[Any]
+        self,
+        conn: Any,
+        query: str,
+        wanted: int,
+        filter: Filter | None,
     ) -> list[int]:
         match = keyword_query(query)
         if match is None:
             return []
+        if filter is None:
+            sql = (
+                "SELECT rowid FROM documents_fts WHERE documents_fts MATCH ? "
+                "ORDER BY bm25(documents_fts), rowid LIMIT ?"
+            )
+            return [row for (row,) in conn.execute(sql, [match, wanted])]
+        # The hits first, then the filter on them alone: given the filter as a rowid constraint the
+        # planner walks the filtered rows and tests MATCH on each (a hundred times slower).
+        where, params = self._translator.translate(filter)
         sql = (
-            f"SELECT rowid FROM documents_fts WHERE documents_fts MATCH ?{restrict} "
-            "ORDER BY bm25(documents_fts), rowid LIMIT ?"
+            "WITH hits AS MATERIALIZED (SELECT rowid AS hit, bm25(documents_fts) AS rank "
+            "FROM documents_fts WHERE documents_fts MATCH ?) "
+            f"SELECT hit FROM hits JOIN documents d ON d.rowid = hit WHERE {where} ORDER BY rank, hit LIMIT ?"
         )
         return [row for (row,) in conn.execute(sql, [match, *params, wanted])]
 
