@@ -87,3 +87,10 @@ def test_two_stores_on_one_file_see_each_others_writes(tmp_path: Path) -> None:
     for t in threads:
         t.join()
     assert len(first.similarity_search(SearchRequest("a b 1 2 3", top_k=20))) == 10
+
+
+def test_a_new_store_records_its_models_dimension_when_created(tmp_path: Path) -> None:
+    path = tmp_path / "kb.db"
+    SQLiteVectorStore(path, WordsEmbeddingModel(64))
+    with pytest.raises(ChainConfigurationError, match=r"64-dimensional.*16-dimensional"):
+        SQLiteVectorStore(path, WordsEmbeddingModel(16))

@@ -22,7 +22,7 @@ from ..._checks import check_seconds
 from ...errors import VectorStoreError
 from ...models._extras import missing_extra
 from ..documents import Document
-from ..embeddings import model_name
+from ..embeddings import model_dimensions, model_name
 from ..filters import Filter, SQLiteFilterTranslator
 from ..search import SearchRequest
 from ._fusion import fuse, keyword_query
@@ -81,9 +81,24 @@ class SQLiteVectorStore(BaseVectorStore):
         self._conn = self._open(apsw, sqlite_vec)
         try:
             dims, model = self._recorded()
+            self.check_model(dims, model)
+            if dims is None:
+                self._record_at_creation()
         except apsw.Error as exc:
             raise VectorStoreError(self.describe_failure(exc), store=self) from exc
-        self.check_model(dims, model)
+
+    def _record_at_creation(self) -> None:
+        """A new store records its model's name and dimension at once, when the model knows it (a
+        remote model's is recorded at the first ``add``)."""
+        dims = model_dimensions(self.embedding_model)
+        if dims is None:
+            return
+        with self._writing() as conn:
+            recorded, model = self._recorded()  # again, inside the transaction: another process may have
+            if recorded is None:
+                self._record(conn, dims)
+            else:
+                self.check_dimension(recorded, model, dims)
 
     def __repr__(self) -> str:
         return f"SQLiteVectorStore({self.path!r})"
