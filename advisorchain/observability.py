@@ -399,3 +399,29 @@ async def model_stream(
         await close_stream(stream)
     if done:
         record_model_metrics(attributes, time.perf_counter() - start, done[0])
+
+
+# -- retrieval (advisorchain.rag) --------------------------------------------------------------------
+
+
+def embedding_span_attributes(model_name: str, inputs: int) -> dict[str, Any]:
+    """GenAI attributes for an ``embeddings <model>`` span."""
+    return {
+        "gen_ai.operation.name": "embeddings",
+        "gen_ai.request.model": model_name,
+        "advisorchain.rag.inputs": inputs,
+    }
+
+
+def retrieve_span_attributes(top_k: int, filter_text: str | None) -> dict[str, Any]:
+    """Attributes for a ``retrieve <store>`` span (the documents found are added when it ends)."""
+    attrs: dict[str, Any] = {"advisorchain.rag.top_k": top_k}
+    if filter_text is not None:
+        attrs["advisorchain.rag.filter"] = filter_text
+    return attrs
+
+
+def add_span_event(name: str, attributes: Mapping[str, Any]) -> None:
+    """An event on the current span (nothing when tracing is off)."""
+    if tracing_enabled():
+        trace.get_current_span().add_event(name, dict(attributes))

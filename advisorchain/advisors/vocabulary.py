@@ -98,6 +98,10 @@ class AdvisorParams:
     RETRIEVED_DOCUMENTS: ClassVar[str] = "advisorchain.retrieved_documents"
     """The documents a retrieval advisor found for the request (a tuple of ``Document``, best first)."""
 
+    RETRIEVAL_CONTEXT: ClassVar[str] = "advisorchain.retrieval_context"
+    """The context text a retrieval advisor wrote for the request (numbered documents); the model
+    link appends it to the last user message at each model call, before the format instructions."""
+
     CITATIONS: ClassVar[str] = "advisorchain.citations"
     """In a response's context: the retrieved documents the answer cites (a tuple of ``Citation``)."""
 
