@@ -17,6 +17,7 @@ ToolCallingAdvisor StructuredOutputValidationAdvisor MessageChatMemoryAdvisor Me
 InMemoryChatMemoryRepository SQLiteChatMemoryRepository PostgresChatMemoryRepository RedisChatMemoryRepository
 TodoTools TodoItem TodoReminderAdvisor ToolSearchToolCallingAdvisor SimpleLoggerAdvisor SafeGuardAdvisor Approved Denied
 ResponseEntity ContextLengthExceededError EvaluationFailedError VectorStoreError UsageLimitExceeded
+RequestRetryAdvisor ContextCompactionAdvisor HistoryReplacement
 """
 
 # Names API.md places in each submodule.
@@ -24,7 +25,7 @@ _SECTIONS = {
     "advisorchain.advisors": "Ordered ChatClientRequest ChatClientResponse CallAdvisor StreamAdvisor BaseAdvisor "
     "ToolAdvisor MemoryAdvisor CallAdvisorChain StreamAdvisorChain AdvisorParams ToolCallingAdvisor "
     "StructuredOutputValidationAdvisor MessageChatMemoryAdvisor TodoReminderAdvisor ToolSearchToolCallingAdvisor "
-    "SimpleLoggerAdvisor SafeGuardAdvisor",
+    "SimpleLoggerAdvisor SafeGuardAdvisor RequestRetryAdvisor ContextCompactionAdvisor HistoryReplacement",
     "advisorchain.advisors.api": "Ordered ChatClientRequest ChatClientResponse CallAdvisor StreamAdvisor "
     "BaseAdvisor ToolAdvisor MemoryAdvisor CallAdvisorChain StreamAdvisorChain AdvisorParams",
     "advisorchain.tools": "tool tool_callbacks ToolDefinition ToolMetadata ToolCallback ToolContext "
