@@ -169,16 +169,20 @@ class ContextCompactionAdvisor:
             return await CallAdvisorChain(moved, chain.model).next_call(request)
         return await self.run_call(request, chain, span)
 
-    def advise_stream(
+    async def advise_stream(
         self, request: ChatClientRequest, chain: StreamAdvisorChain
     ) -> AsyncIterator[ChatClientResponse]:
         """As ``advise_call``; after a ``ContextLengthExceededError`` the call is retried only while
         none of its chunks went out."""
-        span = obs.current_span()
+        span = obs.current_span()  # the chain makes it current while this generator runs
         moved = _after_last_memory(self, chain.copy(self).stream_advisors, span)
         if moved is not None:
-            return StreamAdvisorChain(moved, chain.model).next_stream(request)
-        return self.run_stream(request, chain, span)
+            source = StreamAdvisorChain(moved, chain.model).next_stream(request)
+        else:
+            source = self.run_stream(request, chain, span)
+        async with closing(source) as stream:
+            async for chunk in stream:
+                yield chunk
 
     async def run_call(
         self, request: ChatClientRequest, chain: CallAdvisorChain, span: obs.Span | None
