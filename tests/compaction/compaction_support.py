@@ -119,5 +119,5 @@ def texts(messages: Sequence[Message]) -> list[str]:
         elif isinstance(m, AssistantMessage) and m.tool_calls:
             labels.append("call:" + ",".join(c.id for c in m.tool_calls))
         else:
-            labels.append((m.text or "").rstrip("."))
+            labels.append((m.text or "").rstrip(". "))
     return labels
