@@ -167,7 +167,7 @@ class ContextCompactionAdvisor:
         moved = _after_last_memory(self, chain.copy(self).call_advisors, span)
         if moved is not None:
             return await CallAdvisorChain(moved, chain.model).next_call(request)
-        return await self.run_call(request, chain, span)
+        return await self._run_call(request, chain, span)
 
     async def advise_stream(
         self, request: ChatClientRequest, chain: StreamAdvisorChain
@@ -179,12 +179,12 @@ class ContextCompactionAdvisor:
         if moved is not None:
             source = StreamAdvisorChain(moved, chain.model).next_stream(request)
         else:
-            source = self.run_stream(request, chain, span)
+            source = self._run_stream(request, chain, span)
         async with closing(source) as stream:
             async for chunk in stream:
                 yield chunk
 
-    async def run_call(
+    async def _run_call(
         self, request: ChatClientRequest, chain: CallAdvisorChain, span: obs.Span | None
     ) -> ChatClientResponse:
         """The call path where this advisor stands in ``chain`` (``span``: its span)."""
@@ -199,7 +199,7 @@ class ContextCompactionAdvisor:
             response = await chain.next_call(compacted.request)  # inside except: the error is chained
         return self._finished(request, compacted, response)
 
-    async def run_stream(
+    async def _run_stream(
         self, request: ChatClientRequest, chain: StreamAdvisorChain, span: obs.Span | None
     ) -> AsyncIterator[ChatClientResponse]:
         """The stream path where this advisor stands in ``chain`` (``span``: its span)."""
@@ -251,7 +251,9 @@ class ContextCompactionAdvisor:
                     if compacted.summary_usage is not None:
                         chat = chat.with_usage(usage + compacted.summary_usage)
                 if last is None or last[0] is not chunk.context or last[1] is not seen:
-                    last = (chunk.context, seen, _context(chunk.context, compacted, seen))
+                    # built once per distinct context: a read-only snapshot given again is shared
+                    context = ChatClientResponse(None, _context(chunk.context, compacted, seen)).context
+                    last = (chunk.context, seen, context)
                 yield ChatClientResponse(chat, last[2])
         self._remember(received, seen)
 
@@ -389,12 +391,12 @@ class _AfterMemory:
         return self._owner.order
 
     async def advise_call(self, request: ChatClientRequest, chain: CallAdvisorChain) -> ChatClientResponse:
-        return await self._owner.run_call(request, chain, self._span)
+        return await self._owner._run_call(request, chain, self._span)
 
     def advise_stream(
         self, request: ChatClientRequest, chain: StreamAdvisorChain
     ) -> AsyncIterator[ChatClientResponse]:
-        return self._owner.run_stream(request, chain, self._span)
+        return self._owner._run_stream(request, chain, self._span)
 
 
 def _after_last_memory(
