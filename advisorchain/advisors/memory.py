@@ -38,7 +38,8 @@ class MessageChatMemoryAdvisor(MemoryAdvisor):
 
     Before the model: loads the history of the request's conversation (request param
     ``ChatMemory.CONVERSATION_ID``, else ``conversation_id``), prepends it unless the prompt already
-    holds it (as one contiguous run) and moves system messages first.
+    holds it (as one contiguous run) and moves system messages first; the advisors after it find
+    the conversation's id under ``ChatMemory.CONVERSATION_ID`` in the request context.
 
     Nothing half-done is stored. Outside the tool loop the user message and the answer are stored
     together, once the answer is complete; a failed, cancelled or abandoned call stores nothing.
@@ -139,7 +140,10 @@ class MessageChatMemoryAdvisor(MemoryAdvisor):
             instructions = await self._first_round(request, turn)
         else:
             instructions = await self._next_round(request, turn)
-        return request.copy(prompt=request.prompt.copy(instructions=instructions)), turn
+        context = request.context
+        if ChatMemory.CONVERSATION_ID not in context:  # name it for the advisors after this one
+            context = {**context, ChatMemory.CONVERSATION_ID: conversation_id}
+        return request.copy(prompt=request.prompt.copy(instructions=instructions), context=context), turn
 
     async def _first_round(self, request: ChatClientRequest, turn: _Turn) -> list[Message]:
         turn.restart()

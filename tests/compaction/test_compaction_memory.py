@@ -170,6 +170,21 @@ def test_inside_the_loop_the_stored_turn_keeps_its_rounds_whole_after_a_compacti
     ]
 
 
+@pytest.mark.parametrize("place", list(PLACES))
+def test_the_conversation_memory_names_counts_from_its_last_requests_reported_tokens(place: str) -> None:
+    # No conversation param: the memory advisor's own conversation ("default") is the one counted.
+    provider = Provider(["one", "two"], reported=lambda p: 500 if len(p.instructions) == 1 else 10)
+    memory = MessageWindowChatMemory(max_messages=1000)
+    client = build(provider, memory, place, max_tokens=50)
+
+    client.prompt(question(1)).call().content()
+    client.prompt(question(2)).call().content()
+
+    # 500 reported for the first request, plus the estimate of the answer and the new question
+    assert texts(provider.prompts[1].instructions) == [f"{SUMMARY} summary 1", "turn 2"]
+    assert texts(memory.get(ChatMemory.DEFAULT_CONVERSATION_ID)) == [f"{SUMMARY} summary 1", "turn 2", "two"]
+
+
 # -- the repositories ----------------------------------------------------------------------------
 
 
