@@ -30,6 +30,8 @@ class Ordered:
 # The built-in advisors' default orders, with gaps so advisors fit between them.
 MEMORY_ORDER = Ordered.HIGHEST_PRECEDENCE + 200
 """MessageChatMemoryAdvisor: outside the tool loop (one exchange per request)."""
+SELF_REFINE_ORDER = Ordered.HIGHEST_PRECEDENCE + 250
+"""SelfRefineEvaluationAdvisor: inside memory, outside the tool loop (each attempt runs the loop)."""
 TOOL_CALLING_ORDER = Ordered.HIGHEST_PRECEDENCE + 300
 """ToolCallingAdvisor: owns the loop; advisors with a greater order run on every round."""
 REMINDER_ORDER = TOOL_CALLING_ORDER + 100

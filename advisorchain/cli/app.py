@@ -1,4 +1,4 @@
-"""The ``advisorchain`` command: ``chat``, ``sessions``, ``demo``, on click with rich output."""
+"""The ``advisorchain`` command: ``chat``, ``sessions``, ``demo``, ``eval``, on click with rich output."""
 
 from __future__ import annotations
 
@@ -33,6 +33,7 @@ from ._setup import (
     open_repository,
     parse_model,
 )
+from .evals import eval_command
 
 __all__ = ["app", "main"]
 
@@ -120,6 +121,9 @@ def _debug_option(f: Any) -> Any:
 @_debug_option
 def app(debug: bool) -> None:
     """Spring AI's advisor chain for Python: chat with tools and memory, and see every hop."""
+
+
+app.add_command(eval_command)
 
 
 # -- chat ----------------------------------------------------------------------------------------
