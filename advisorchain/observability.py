@@ -49,6 +49,7 @@ __all__ = [
     "Status",
     "StatusCode",
     "content_capture_enabled",
+    "current_span",
     "metrics_enabled",
     "set_content_capture",
     "telemetry_enabled",
@@ -175,6 +176,18 @@ async def traced_stream(
     finally:
         await close_stream(source)
         s.end()
+
+
+def current_span() -> Span | None:
+    """The span the chain opened for the advisor now running (``advisor <name>``), for the advisor
+    to add events or attributes to; None when tracing is off.
+
+    The chain makes an advisor's span current while the advisor's own code runs (on the stream
+    path: while it computes its next chunk), so an advisor calls this from its own code."""
+    if not tracing_enabled():
+        return None
+    s = trace.get_current_span()
+    return s if s.is_recording() else None
 
 
 def _record_error(s: Span, exc: BaseException) -> None:

@@ -20,6 +20,7 @@ ResponseEntity ContextLengthExceededError EvaluationFailedError VectorStoreError
 EvaluationFailedError EvaluationRequest EvaluationResult Evaluator LLMJudgeEvaluator RelevancyEvaluator
 FactCheckingEvaluator SelfRefineEvaluationAdvisor Case CaseResult EvaluatorTotals EvaluationReport
 ExpectedAnswerEvaluator evaluate_cases aevaluate_cases
+RequestRetryAdvisor ContextCompactionAdvisor HistoryReplacement
 """
 
 # Names API.md places in each submodule.
@@ -27,7 +28,7 @@ _SECTIONS = {
     "advisorchain.advisors": "Ordered ChatClientRequest ChatClientResponse CallAdvisor StreamAdvisor BaseAdvisor "
     "ToolAdvisor MemoryAdvisor CallAdvisorChain StreamAdvisorChain AdvisorParams ToolCallingAdvisor "
     "StructuredOutputValidationAdvisor MessageChatMemoryAdvisor TodoReminderAdvisor ToolSearchToolCallingAdvisor "
-    "SimpleLoggerAdvisor SafeGuardAdvisor",
+    "SimpleLoggerAdvisor SafeGuardAdvisor RequestRetryAdvisor ContextCompactionAdvisor HistoryReplacement",
     "advisorchain.advisors.api": "Ordered ChatClientRequest ChatClientResponse CallAdvisor StreamAdvisor "
     "BaseAdvisor ToolAdvisor MemoryAdvisor CallAdvisorChain StreamAdvisorChain AdvisorParams",
     "advisorchain.tools": "tool tool_callbacks ToolDefinition ToolMetadata ToolCallback ToolContext "
