@@ -5,9 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -m venv .venv
 .venv/bin/pip install -q --disable-pip-version-check -e '.[dev]'
-# Real PostgreSQL and Redis on loopback for the memory tests (unless the caller already points at
-# servers); the trap stops them however the run ends.
-if [[ -z "${ADVISORCHAIN_TEST_POSTGRES_DSN:-}" || -z "${ADVISORCHAIN_TEST_REDIS_URL:-}" ]]; then
+# Real PostgreSQL, Redis and PostgreSQL with pgvector on loopback for the memory and retrieval tests
+# (unless the caller already points at servers); the trap stops them however the run ends.
+if [[ -z "${ADVISORCHAIN_TEST_POSTGRES_DSN:-}" || -z "${ADVISORCHAIN_TEST_REDIS_URL:-}" || -z "${ADVISORCHAIN_TEST_PGVECTOR_DSN:-}" ]]; then
     services_env=$(scripts/services.sh start)
     eval "$services_env"
     trap 'scripts/services.sh stop "$ADVISORCHAIN_SERVICES_DIR"' EXIT
