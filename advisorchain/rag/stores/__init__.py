@@ -6,4 +6,10 @@ from .memory import InMemoryVectorStore
 from .postgres import PostgresVectorStore
 from .sqlite import SQLiteVectorStore
 
-__all__ = ["BaseVectorStore", "InMemoryVectorStore", "PostgresVectorStore", "SQLiteVectorStore", "VectorStore"]
+__all__ = [
+    "BaseVectorStore",
+    "InMemoryVectorStore",
+    "PostgresVectorStore",
+    "SQLiteVectorStore",
+    "VectorStore",
+]

@@ -20,7 +20,7 @@ bound, never spliced.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from ..._checks import check_seconds
@@ -97,12 +97,11 @@ class PostgresVectorStore(BaseVectorStore):
         self._connections = Connections(self._connect)
         try:
             self._set_up()
-        except VectorStoreError:
+        except BaseException as exc:
             self._connections.close()
+            if isinstance(exc, psycopg.Error):
+                raise VectorStoreError(self.describe_failure(exc), store=self) from exc
             raise
-        except psycopg.Error as exc:
-            self._connections.close()
-            raise VectorStoreError(self.describe_failure(exc), store=self) from exc
 
     def __repr__(self) -> str:
         return f"PostgresVectorStore({self._server!r}, table={self.table!r})"
@@ -167,8 +166,8 @@ class PostgresVectorStore(BaseVectorStore):
         except self._psycopg.Error as exc:
             raise VectorStoreError(
                 f"{self!r}: the database has no pgvector extension and it could not be created "
-                f"({type(exc).__name__}: {str(exc).strip()}); install pgvector on the PostgreSQL server "
-                "and run CREATE EXTENSION vector; in this database as a role allowed to (a superuser "
+                f"({type(exc).__name__}: {' '.join(str(exc).split())}); install pgvector on the PostgreSQL "
+                "server and run CREATE EXTENSION vector; in this database as a role allowed to (a superuser "
                 "or the database owner)",
                 store=self,
             ) from exc
@@ -199,7 +198,7 @@ class PostgresVectorStore(BaseVectorStore):
 
     def describe_failure(self, exc: BaseException) -> str:
         errors = self._psycopg.errors
-        reason = f"{type(exc).__name__}: {str(exc).strip()}"
+        reason = f"{type(exc).__name__}: {' '.join(str(exc).split())}"  # one line
         if isinstance(exc, self._psycopg.OperationalError):
             return (
                 f"{self!r}: the PostgreSQL server could not be reached or dropped the connection "
@@ -227,7 +226,7 @@ class PostgresVectorStore(BaseVectorStore):
     def check_batch(self, documents: Sequence[Document]) -> None:
         """PostgreSQL text cannot hold NUL: refuse it before anything is embedded."""
         for i, doc in enumerate(documents):
-            if "\0" in doc.text or "\0" in metadata_json(doc.metadata):
+            if "\0" in doc.text or any("\0" in text for text in _texts(doc.metadata)):
                 raise ValueError(
                     f"document {i} ({doc.id!r}) holds a NUL character (\\x00) in its text or metadata, "
                     "which PostgreSQL text cannot hold; remove it"
@@ -324,6 +323,15 @@ class PostgresVectorStore(BaseVectorStore):
         return [Document(rows[s][1], rows[s][2], rows[s][0], score) for s, score in ranked if s in rows]
 
 
+def _texts(metadata: Mapping[str, Any]) -> Iterator[str]:
+    """Every key and str value of ``metadata`` (inside lists too)."""
+    for key, value in metadata.items():
+        yield key
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, str):
+                yield item
+
+
 def _distance(value: Any) -> float:
     """A cosine distance; NaN (a zero vector) as the farthest."""
     distance = float(value)
@@ -369,8 +377,8 @@ def _statements(sql: Any, name: str) -> dict[str, Any]:
         # `+ 0`: an ordering the index cannot serve, so the planner measures every matching row.
         "exact": "SELECT d.seq, d.embedding <=> %s FROM {table} d WHERE {where} "
         "ORDER BY (d.embedding <=> %s) + 0 LIMIT %s",
-        "keyword": "SELECT d.seq FROM {table} d, (SELECT {query}) AS q(query) WHERE d.tsv @@ q.query AND {where} "
-        "ORDER BY ts_rank(d.tsv, q.query) DESC, d.seq LIMIT %s",
+        "keyword": "SELECT d.seq FROM {table} d, (SELECT {query}) AS q(query) "
+        "WHERE d.tsv @@ q.query AND {where} ORDER BY ts_rank(d.tsv, q.query) DESC, d.seq LIMIT %s",
         "documents": "SELECT seq, id, text, metadata FROM {table} WHERE seq = ANY(%s)",
     }
     statements: dict[str, Any] = {}
