@@ -349,7 +349,7 @@ class Repl:
             return True
         self.agent.use_repository(store.repository)
         self.conversation = Conversation(argument, argument)
-        count = len(read_session(store, argument, must_exist=False).entries)
+        count = len(state.entries) - len(state.unreadable)
         self.display.note(f"session {argument!r}: " + (f"{count} message(s) so far" if count else "new"))
         return True
 
@@ -412,6 +412,8 @@ def offer_repair(store: Store, state: SessionState, interrupts: Interrupts | Non
     except (KeyboardInterrupt, EOFError):
         display.out.write("\n")
         return False
+    if answer:
+        _forget_last_history_line()
     if (answer or "").strip().lower() not in {"y", "yes"}:
         return False
     dropped = repair_session(store, state.name)

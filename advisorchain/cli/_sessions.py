@@ -130,7 +130,7 @@ def open_store(url: str | None) -> Store:
         )
     label = store_label(url)
     try:
-        if url is None or url.startswith("sqlite:///"):
+        if url is None or _is_sqlite(url):
             repository: ChatMemoryRepository = SQLiteChatMemoryRepository(Path(label))
         elif url.startswith("postgres"):
             repository = PostgresChatMemoryRepository(url, timeout=5.0)
@@ -140,8 +140,13 @@ def open_store(url: str | None) -> Store:
         extra = "postgres" if url and url.startswith("postgres") else "redis"
         raise CliError(f"--memory {label!r} needs pip install 'advisorchain[{extra}]'") from exc
     except Exception as exc:
-        raise CliError(f"cannot open the memory store {label}: {type(exc).__name__}: {exc}") from exc
+        hint = " (move that file aside, or pick another store with --memory URL)" if _is_sqlite(url) else ""
+        raise CliError(f"cannot open the memory store {label}: {type(exc).__name__}: {exc}{hint}") from exc
     return Store(repository, label, url)
+
+
+def _is_sqlite(url: str | None) -> bool:
+    return url is None or url.startswith("sqlite:///")
 
 
 def read_session(store: Store, name: str, *, must_exist: bool = True) -> SessionState:
