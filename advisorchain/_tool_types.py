@@ -57,7 +57,8 @@ class ToolCallback(Protocol):
 
 class ToolContext(Mapping[str, Any]):
     """A read-only mapping handed to tools: the request's tool context, plus ``conversation_id``
-    when the request names a conversation. A tool parameter annotated ``ToolContext`` receives it."""
+    when the request names a conversation and ``tool_call_id`` (the id of the call being run). A
+    tool parameter annotated ``ToolContext`` receives it."""
 
     __slots__ = ("_data",)
 
@@ -82,6 +83,12 @@ class ToolContext(Mapping[str, Any]):
     def conversation_id(self) -> str | None:
         """The conversation this tool call belongs to, when the request named one."""
         value = self._data.get("conversation_id")
+        return None if value is None else str(value)
+
+    @property
+    def tool_call_id(self) -> str | None:
+        """The id of the tool call being run (the model's id for it)."""
+        value = self._data.get("tool_call_id")
         return None if value is None else str(value)
 
 

@@ -8,11 +8,12 @@ import asyncio
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import repeat
-from typing import Any, TypeVar, overload
+from typing import Any, Generic, TypeVar, overload
 
 from . import _sync
 from . import observability as obs
 from ._streams import closing
+from ._template import check_params, render
 from ._tool_types import ToolCallback
 from .advisors.chain import (
     Advisor,
@@ -27,7 +28,7 @@ from .advisors.tool_calling import ToolCallingAdvisor
 from .advisors.vocabulary import AdvisorParams
 from .errors import ChainConfigurationError
 from .memory.api import conversation_id_of
-from .messages import AssistantMessage, Message, SystemMessage, ToolResponseMessage, UserMessage
+from .messages import AssistantMessage, Media, Message, SystemMessage, ToolResponseMessage, UserMessage
 from .model import ChatClientRequest, ChatClientResponse, ChatModel, ChatOptions, ChatResponse, Prompt
 from .output import converter_for
 from .tools.approvals import as_decisions
@@ -39,6 +40,7 @@ __all__ = [
     "CallResponseSpec",
     "ChatClient",
     "ChatClientRequestSpec",
+    "ResponseEntity",
     "StreamResponseSpec",
 ]
 
@@ -75,10 +77,17 @@ class ChatClient:
         default_tools: Iterable[object] = (),
         default_options: ChatOptions | None = None,
         tool_calling_auto_register: bool = True,
+        *,
+        default_system_params: Mapping[str, Any] | None = None,
+        default_user: str | None = None,
+        default_user_params: Mapping[str, Any] | None = None,
     ) -> None:
         self.model = _check_model(model)
         self.default_advisors: tuple[Advisor, ...] = _checked_advisors(default_advisors)
-        self.default_system = default_system
+        self.default_system = _optional_text(default_system, "default_system")
+        self.default_system_params = check_params(default_system_params, "default_system_params")
+        self.default_user = _optional_text(default_user, "default_user")
+        self.default_user_params = check_params(default_user_params, "default_user_params")
         tools = tuple(default_tools)
         # Providers (an MCP server) are asked again on every request: their tools can change.
         self._tool_providers = tuple(t for t in tools if isinstance(t, ToolCallbackProvider))
@@ -87,6 +96,32 @@ class ChatClient:
         )
         self.default_options = default_options
         self.tool_calling_auto_register = tool_calling_auto_register
+        # What the client was built with, for mutate(): every keyword of this constructor.
+        self._settings: dict[str, Any] = {
+            "model": model,
+            "default_advisors": self.default_advisors,
+            "default_system": default_system,
+            "default_tools": tools,
+            "default_options": default_options,
+            "tool_calling_auto_register": tool_calling_auto_register,
+            "default_system_params": self.default_system_params,
+            "default_user": default_user,
+            "default_user_params": self.default_user_params,
+        }
+
+    def mutate(self, **changes: Any) -> ChatClient:
+        """A new client with this one's settings except ``changes`` (any keyword of the constructor,
+        ``model`` included); this client is unchanged.
+
+        >>> terse = client.mutate(default_system="Answer in one word.")
+        """
+        unknown = sorted(set(changes) - set(self._settings))
+        if unknown:
+            raise TypeError(
+                f"mutate() got unknown keyword {', '.join(map(repr, unknown))}; "
+                f"it takes the ChatClient keywords {', '.join(self._settings)}"
+            )
+        return type(self)(**{**self._settings, **changes})
 
     def default_tool_callbacks(self) -> tuple[ToolCallback, ...]:
         """The client's default tools as ToolCallbacks, as of now: tool sources (an MCP server) are
@@ -96,9 +131,13 @@ class ChatClient:
         return self.default_tools + _to_tool_callbacks(self._tool_providers)
 
     def prompt(self, prompt: str | Prompt | None = None) -> ChatClientRequestSpec:
-        """Start a request: with the user text, a whole Prompt, or nothing (then use ``.user``)."""
+        """Start a request: with the user text (sent verbatim), a whole Prompt (its messages as
+        ``messages(...)``, its options as ``options(...)``; a system message in it replaces the
+        client's default system text), or nothing (then use ``.user``)."""
         spec = ChatClientRequestSpec(self)
         if isinstance(prompt, Prompt):
+            if any(isinstance(m, SystemMessage) for m in prompt.instructions):
+                spec._system, spec._system_is_default = None, False
             spec.messages(prompt.instructions)
             if prompt.options is not None:
                 spec.options(prompt.options)
@@ -113,8 +152,13 @@ class ChatClientRequestSpec:
 
     def __init__(self, client: ChatClient) -> None:
         self._client = client
+        # The system and user texts: the client's default template (rendered at the terminal
+        # operation with the default params and the request's *_params), or the request's own text.
         self._system: str | None = client.default_system
-        self._user: str | None = None
+        self._system_is_default = client.default_system is not None
+        self._system_params: dict[str, Any] = {}
+        self._user: UserMessage | None = None
+        self._user_params: dict[str, Any] = {}
         self._messages: list[Message] = []
         self._tools: list[object] = []
         self._tool_context: dict[str, Any] = {}
@@ -122,15 +166,59 @@ class ChatClientRequestSpec:
         self._advisors: list[Advisor] = []
         self._params: dict[str, Any] = {}
 
-    def system(self, text: str) -> ChatClientRequestSpec:
-        """The system message (replaces the client's default)."""
-        self._system = _non_blank(text, "system text")
+    def system(self, text: str, /, **params: Any) -> ChatClientRequestSpec:
+        """The system message (replaces the client's default). With ``params``, ``{name}``
+        placeholders are filled (``{{``/``}}`` for literal braces); without, the text is sent as is."""
+        text = _non_blank(text, "system text")
+        self._system = render(text, params, "system text") if params else text
+        self._system_is_default = False
         return self
 
-    def user(self, text: str) -> ChatClientRequestSpec:
-        """The user message, placed after ``messages(...)``."""
-        self._user = _non_blank(text, "user text")
+    def user(
+        self,
+        text: str,
+        /,
+        *,
+        media: Iterable[Media] = (),
+        metadata: Mapping[str, Any] | None = None,
+        **params: Any,
+    ) -> ChatClientRequestSpec:
+        """The user message, placed after ``messages(...)``, with any ``media`` (images, documents)
+        and ``metadata``. With ``params``, ``{name}`` placeholders are filled (``{{``/``}}`` for
+        literal braces); without, the text is sent as is.
+
+        >>> client.prompt().user("Weather in {city}?", city="Oslo")
+        """
+        media = tuple(media)
+        if not (media and isinstance(text, str) and not text.strip()):
+            text = _non_blank(text, "user text")
+        if params:
+            text = render(text, params, "user text")
+        self._user = UserMessage(text, metadata or {}, media)
         return self
+
+    def system_params(self, **params: Any) -> ChatClientRequestSpec:
+        """Values for the placeholders of the client's default system template (they win over
+        ``default_system_params``); a request's own ``.system(text, **params)`` uses only its params."""
+        self._system_params.update(params)
+        return self
+
+    def user_params(self, **params: Any) -> ChatClientRequestSpec:
+        """Values for the placeholders of the client's default user template (they win over
+        ``default_user_params``); a request's own ``.user(text, **params)`` uses only its params."""
+        self._user_params.update(params)
+        return self
+
+    def copy(self) -> ChatClientRequestSpec:
+        """An independent spec with everything set so far: a base spec reused for many requests.
+
+        >>> base = client.prompt().system("Be brief.").tools(get_weather)
+        >>> base.copy().user("Oslo?").call().content()
+        """
+        other = ChatClientRequestSpec(self._client)
+        for name, value in vars(self).items():
+            setattr(other, name, value.copy() if isinstance(value, list | dict) else value)
+        return other
 
     def messages(self, *messages: Message | Iterable[Message]) -> ChatClientRequestSpec:
         """Messages (history) placed between the system text and the user text, in order."""
@@ -209,11 +297,13 @@ class ChatClientRequestSpec:
         extra_advisors: Sequence[Advisor] = (),
     ) -> _Request:
         instructions: list[Message] = []
-        if self._system is not None:
-            instructions.append(SystemMessage(self._system))
+        system = self._system_text()
+        if system is not None:
+            instructions.append(SystemMessage(system))
         instructions.extend(self._messages)
-        if self._user is not None:
-            instructions.append(UserMessage(self._user))
+        user = self._user_message()
+        if user is not None:
+            instructions.append(user)
         if not instructions and AdvisorParams.TOOL_APPROVALS not in self._params:
             raise ChainConfigurationError(
                 "the prompt is empty: give it user text (prompt('...') or .user('...'))"
@@ -233,6 +323,21 @@ class ChatClientRequestSpec:
             tool_advisor_factory=_tool_calling_advisor,
         )
         return _Request(ChatClientRequest(Prompt(tuple(instructions), options), context), advisors)
+
+    def _system_text(self) -> str | None:
+        if not self._system_is_default or self._system is None:
+            return self._system
+        params = {**self._client.default_system_params, **self._system_params}
+        return render(self._system, params, "default system text") if params else self._system
+
+    def _user_message(self) -> UserMessage | None:
+        if self._user is not None:
+            return self._user
+        template = self._client.default_user
+        if template is None:
+            return None
+        params = {**self._client.default_user_params, **self._user_params}
+        return UserMessage(render(template, params, "default user text") if params else template)
 
     def _build_options(self, context: Mapping[str, Any]) -> ChatOptions | None:
         client = self._client
@@ -260,6 +365,10 @@ def _checked_advisors(advisors: Iterable[object]) -> tuple[Advisor, ...]:
 
 def _tool_calling_advisor(conversation_history_enabled: bool) -> Advisor:
     return ToolCallingAdvisor(conversation_history_enabled=conversation_history_enabled)
+
+
+def _optional_text(text: str | None, what: str) -> str | None:
+    return None if text is None else _non_blank(text, what)
 
 
 def _non_blank(text: str, what: str) -> str:
@@ -303,6 +412,15 @@ class _Request:
                 yield chunk
 
 
+@dataclass(frozen=True, slots=True)
+class ResponseEntity(Generic[T]):
+    """The answer parsed into a type, beside the ``ChatResponse`` of the same request (usage,
+    metadata, finish reason): what ``response_entity(T)`` returns."""
+
+    response: ChatResponse
+    entity: T
+
+
 class AsyncCallResponseSpec:
     """The result of ``acall()``: the request runs once, on the first awaited accessor."""
 
@@ -342,6 +460,21 @@ class AsyncCallResponseSpec:
         ``schema_validation=True`` adds a StructuredOutputValidationAdvisor (validate and retry);
         ``native=True`` also asks the provider for native JSON-schema output where it has one.
         """
+        return (await self.response_entity(output_type, schema_validation, native=native)).entity
+
+    @overload
+    async def response_entity(
+        self, output_type: type[T], schema_validation: bool = ..., *, native: bool = ...
+    ) -> ResponseEntity[T]: ...
+    @overload
+    async def response_entity(
+        self, output_type: Any, schema_validation: bool = ..., *, native: bool = ...
+    ) -> ResponseEntity[Any]: ...
+    async def response_entity(
+        self, output_type: Any, schema_validation: bool = False, *, native: bool = False
+    ) -> ResponseEntity[Any]:
+        """``entity(output_type, ...)`` and the ``ChatResponse`` of that same request (one request):
+        the parsed answer beside its usage and metadata."""
         converter = converter_for(output_type)
         spec = self._spec
         validation: tuple[Advisor, ...] = ()
@@ -356,7 +489,10 @@ class AsyncCallResponseSpec:
             validation,
         )
         response = await request.call(spec._client.model)
-        return converter.parse(response.chat_response.text if response.chat_response else None)
+        chat = response.chat_response
+        if chat is None:
+            raise ChainConfigurationError("the advisor chain returned no chat response")
+        return ResponseEntity(chat, converter.parse(chat.text))
 
 
 class CallResponseSpec:
@@ -392,6 +528,24 @@ class CallResponseSpec:
             "await acall().entity()",
         )
 
+    @overload
+    def response_entity(
+        self, output_type: type[T], schema_validation: bool = ..., *, native: bool = ...
+    ) -> ResponseEntity[T]: ...
+    @overload
+    def response_entity(
+        self, output_type: Any, schema_validation: bool = ..., *, native: bool = ...
+    ) -> ResponseEntity[Any]: ...
+    def response_entity(
+        self, output_type: Any, schema_validation: bool = False, *, native: bool = False
+    ) -> ResponseEntity[Any]:
+        """The blocking form of ``acall().response_entity(...)``: the entity and its ChatResponse."""
+        return _sync.run(
+            self._async.response_entity(output_type, schema_validation=schema_validation, native=native),
+            "call().response_entity()",
+            "await acall().response_entity()",
+        )
+
 
 class AsyncStreamResponseSpec:
     """The result of ``astream()``: async iterators over chunks or text deltas."""
@@ -404,7 +558,7 @@ class AsyncStreamResponseSpec:
         return self._spec._build().stream(self._spec._client.model)
 
     async def chat_responses(self) -> AsyncIterator[ChatResponse]:
-        """Every chunk's ChatResponse."""
+        """Every chunk's ChatResponse (a context-only chunk, which has none, is skipped)."""
         async with closing(self.chat_client_responses()) as source:
             async for chunk in source:
                 if chunk.chat_response is not None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, ClassVar, NoReturn, Protocol, runtime_checkable
 
 from ._tool_types import EMPTY_REGISTRY, ToolCallback, ToolRegistry
 from .messages import AssistantMessage, Message, SystemMessage, ToolCall, UserMessage
@@ -23,10 +23,34 @@ __all__ = [
     "ChatOptions",
     "ChatResponse",
     "ChatResponseMetadata",
+    "FinishReason",
     "Generation",
     "Prompt",
     "Usage",
 ]
+
+
+class FinishReason:
+    """The finish reasons the library itself reads or sets (one home for each name).
+
+    Providers' own values pass through unchanged; the adapters map each provider's words for "the
+    model finished" and "the model asks for tools" to ``STOP`` and ``TOOL_CALLS``.
+    """
+
+    STOP: ClassVar[str] = "stop"
+    """The model finished its answer."""
+    TOOL_CALLS: ClassVar[str] = "tool_calls"
+    """The model asks for tool calls."""
+    LENGTH: ClassVar[str] = "length"
+    """The answer was cut at the output token limit."""
+    RETURN_DIRECT: ClassVar[str] = "returnDirect"
+    """The tool loop ended with the tools' outputs as the answer (every tool was ``return_direct``)."""
+    TOOL_CALL_LIMIT_EXCEEDED: ClassVar[str] = "toolCallLimitExceeded"
+    """The tool loop ended because a per-turn tool-call limit was hit."""
+    APPROVAL_REQUIRED: ClassVar[str] = "approvalRequired"
+    """The tool loop stopped because a tool call waits for a person's decision."""
+    USAGE_LIMIT_EXCEEDED: ClassVar[str] = "usageLimitExceeded"
+    """The run ended because a usage limit was hit (``UsageLimits(on_exceeded="finish")``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -255,12 +279,47 @@ class ChatModel(Protocol):
     def stream(self, prompt: Prompt) -> AsyncIterator[ChatResponse]: ...
 
 
+class _Context(dict[str, Any]):
+    """A read-only snapshot of a request's or response's context.
+
+    A ``dict`` (so ``{**context, key: value}``, ``json.dumps`` and equality with plain dicts work as
+    usual) whose every mutation raises ``TypeError``. Requests and responses take one when built, so
+    a later change to the caller's dict never shows in them; a snapshot given again is shared, not
+    copied (the context rides on every chunk of a stream).
+    """
+
+    __slots__ = ()
+
+    def _read_only(self, *args: Any, **kwargs: Any) -> NoReturn:
+        raise TypeError(
+            "a request or response context is read-only; build a new one instead, e.g. "
+            "request.copy(context={**request.context, key: value})"
+        )
+
+    __setitem__ = __delitem__ = __ior__ = _read_only
+    update = pop = popitem = clear = setdefault = _read_only
+
+    def __reduce__(self) -> tuple[type[_Context], tuple[dict[str, Any]]]:
+        return _Context, (dict(self),)
+
+    def __copy__(self) -> _Context:
+        return self
+
+
 @dataclass(frozen=True, slots=True)
 class ChatClientRequest:
-    """A prompt on its way through the advisor chain, with the request context advisors share."""
+    """A prompt on its way through the advisor chain, with the request context advisors share.
+
+    ``context`` is a read-only snapshot of the mapping given: build a new request with
+    ``copy(context={**request.context, ...})`` to change it.
+    """
 
     prompt: Prompt
-    context: Mapping[str, Any] = field(default_factory=dict)
+    context: Mapping[str, Any] = field(default_factory=_Context)
+
+    def __post_init__(self) -> None:
+        if type(self.context) is not _Context:
+            object.__setattr__(self, "context", _Context(self.context))
 
     def copy(self, **changes: Any) -> ChatClientRequest:
         """A copy with ``prompt`` and/or ``context`` replaced."""
@@ -272,10 +331,15 @@ class ChatClientRequest:
 
 @dataclass(frozen=True, slots=True)
 class ChatClientResponse:
-    """A model response on its way back through the chain, with the context of its request."""
+    """A model response on its way back through the chain, with the context of its request
+    (a read-only snapshot, as for ``ChatClientRequest``)."""
 
     chat_response: ChatResponse | None
-    context: Mapping[str, Any] = field(default_factory=dict)
+    context: Mapping[str, Any] = field(default_factory=_Context)
+
+    def __post_init__(self) -> None:
+        if type(self.context) is not _Context:
+            object.__setattr__(self, "context", _Context(self.context))
 
     def copy(self, **changes: Any) -> ChatClientResponse:
         """A copy with ``chat_response`` and/or ``context`` replaced."""

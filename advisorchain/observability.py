@@ -5,7 +5,8 @@ The chain opens the spans, so advisor authors write no tracing code:
 * ``advisorchain request`` — one per client request;
 * ``advisor <name>`` — one per advisor invocation (nested through the recursion);
 * ``chat <model>`` — one per model call, with the GenAI semantic-convention attributes;
-* ``execute_tool <name>`` — one per tool execution.
+* ``execute_tool <name>`` — one per tool execution;
+* ``evaluate <evaluator name>`` — one per evaluation of an answer (``advisorchain.evaluation``).
 
 Every model call also records the GenAI client metrics through the OpenTelemetry metrics API:
 ``gen_ai.client.operation.duration`` (seconds) and ``gen_ai.client.token.usage`` (tokens, by
@@ -250,6 +251,23 @@ def record_response(s: Span | None, response: ChatResponse | None) -> None:
     if meta.usage is not None:
         s.set_attribute("gen_ai.usage.input_tokens", meta.usage.prompt_tokens)
         s.set_attribute("gen_ai.usage.output_tokens", meta.usage.completion_tokens)
+
+
+EVALUATION_PASSED = "advisorchain.evaluation.passed"
+EVALUATION_SCORE = "advisorchain.evaluation.score"
+EVALUATION_FEEDBACK = "advisorchain.evaluation.feedback"
+
+
+def record_evaluation(s: Span | None, passed: bool, score: float | None, feedback: str) -> None:
+    """An evaluation's verdict on its ``evaluate <name>`` span: passed and score (when it has one);
+    the feedback only with content capture on, since it may quote the answer."""
+    if s is None:
+        return
+    s.set_attribute(EVALUATION_PASSED, passed)
+    if score is not None:
+        s.set_attribute(EVALUATION_SCORE, score)
+    if feedback and content_capture_enabled():
+        s.set_attribute(EVALUATION_FEEDBACK, feedback)
 
 
 def tool_span_attributes(tool_name: str, call_id: str) -> dict[str, Any]:

@@ -16,6 +16,10 @@ ToolContext ChatMemory ChatMemoryRepository tool tool_callbacks ToolCallingManag
 ToolCallingAdvisor StructuredOutputValidationAdvisor MessageChatMemoryAdvisor MessageWindowChatMemory
 InMemoryChatMemoryRepository SQLiteChatMemoryRepository PostgresChatMemoryRepository RedisChatMemoryRepository
 TodoTools TodoItem TodoReminderAdvisor ToolSearchToolCallingAdvisor SimpleLoggerAdvisor SafeGuardAdvisor Approved Denied
+ResponseEntity ContextLengthExceededError EvaluationFailedError VectorStoreError UsageLimitExceeded
+EvaluationFailedError EvaluationRequest EvaluationResult Evaluator LLMJudgeEvaluator RelevancyEvaluator
+FactCheckingEvaluator SelfRefineEvaluationAdvisor Case CaseResult EvaluatorTotals EvaluationReport
+ExpectedAnswerEvaluator evaluate_cases aevaluate_cases
 """
 
 # Names API.md places in each submodule.
@@ -39,8 +43,13 @@ _SECTIONS = {
     "PENDING_QUERY DECIDE_UPDATE",
     "advisorchain.durable.dbos": "DBOSAgent DurableResult DurableToolError STREAM_KEY PENDING_EVENT DECISIONS_TOPIC",
     "advisorchain.mcp": "McpServerStdio McpServerHttp serve",
+    "advisorchain.evaluation": "EvaluationRequest EvaluationResult Evaluator LLMJudgeEvaluator RelevancyEvaluator "
+    "FactCheckingEvaluator SelfRefineEvaluationAdvisor Case CaseResult EvaluatorTotals EvaluationReport "
+    "ExpectedAnswerEvaluator evaluate_cases aevaluate_cases",
     "advisorchain.errors": "AdvisorChainError ToolExecutionError ToolCallLimitExceeded MaxIterationsExceeded "
-    "StructuredOutputValidationError ModelError ChainConfigurationError",
+    "StructuredOutputValidationError ModelError ChainConfigurationError ContextLengthExceededError "
+    "EvaluationFailedError VectorStoreError UsageLimitExceeded",
+    "advisorchain.client": "ChatClient ResponseEntity",
 }
 
 

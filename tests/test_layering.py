@@ -109,6 +109,10 @@ def test_the_cycle_finder_finds_a_planted_cycle() -> None:
         ("advisorchain.model", "advisorchain.advisors"),
         ("advisorchain.model", "advisorchain.tools"),
         ("advisorchain.advisors.api", "advisorchain.client"),
+        ("advisorchain.advisors", "advisorchain.evaluation"),
+        ("advisorchain.client", "advisorchain.evaluation"),
+        ("advisorchain.evaluation.api", "advisorchain.client"),
+        ("advisorchain.evaluation.api", "advisorchain.advisors"),
     ],
 )
 def test_lower_layers_never_reach_up(lower: str, upper: str) -> None:

@@ -9,7 +9,7 @@ through unvalidated, so only final answers are checked.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import Any, ClassVar, Protocol, TypeVar
 
 import jsonschema
@@ -17,15 +17,8 @@ import jsonschema.validators
 import referencing.exceptions
 
 from .._checks import check_int
-from .._streams import collect
 from ..errors import ChainConfigurationError, StructuredOutputValidationError
-from ..model import (
-    ChatClientMessageAggregator,
-    ChatClientRequest,
-    ChatClientResponse,
-    ChatResponse,
-    with_total_usage,
-)
+from ..model import ChatClientRequest, ChatClientResponse, ChatResponse, with_total_usage
 from ..output import (
     EMPTY_RESPONSE_ERROR,
     OutputConverter,
@@ -34,6 +27,7 @@ from ..output import (
     extract_json,
     join_errors,
 )
+from ._attempts import Attempt, buffered_attempt, call_attempt, release_buffered, usage_of
 from .chain import CallAdvisorChain, StreamAdvisorChain
 from .vocabulary import STRUCTURED_OUTPUT_ORDER, check_order
 
@@ -224,32 +218,19 @@ class StructuredOutputValidationAdvisor:
 
     async def advise_call(self, request: ChatClientRequest, chain: CallAdvisorChain) -> ChatClientResponse:
         """Call the rest of the chain until the answer validates, at most 1 + max_repeat_attempts times."""
-        rest = chain.copy(self)
-
-        async def attempt(request: ChatClientRequest) -> tuple[ChatClientResponse, None]:
-            return await rest.next_call(request), None
-
-        response, _ = await self._until_valid(request, attempt)
+        response, _ = await self._until_valid(request, call_attempt(chain.copy(self)))
         return response
 
     async def advise_stream(
         self, request: ChatClientRequest, chain: StreamAdvisorChain
     ) -> AsyncIterator[ChatClientResponse]:
         """Buffer each attempt; emit the chunks of the first valid answer (or tool-call iteration)."""
-        rest = chain.copy(self)
-
-        async def attempt(request: ChatClientRequest) -> tuple[ChatClientResponse, list[ChatClientResponse]]:
-            chunks = await collect(rest.next_stream(request))
-            return ChatClientMessageAggregator.aggregate_responses(chunks), chunks
-
-        response, chunks = await self._until_valid(request, attempt)
-        for chunk in _with_usage_on_last(chunks, response):
+        response, chunks = await self._until_valid(request, buffered_attempt(chain.copy(self)))
+        for chunk in release_buffered(chunks, response):
             yield chunk
 
     async def _until_valid(
-        self,
-        request: ChatClientRequest,
-        attempt: Callable[[ChatClientRequest], Awaitable[tuple[ChatClientResponse, R]]],
+        self, request: ChatClientRequest, attempt: Attempt[R]
     ) -> tuple[ChatClientResponse, R]:
         """The retry loop both paths share: run ``attempt`` until its answer validates (or asks for
         tools); the returned response carries the usage summed over every attempt."""
@@ -257,8 +238,8 @@ class StructuredOutputValidationAdvisor:
         text, errors = None, ""
         for _ in range(1 + self._max_repeat_attempts):
             response, extra = await attempt(retry)
+            usages.append(usage_of(response))
             chat = response.chat_response
-            usages.append(chat.metadata.usage if chat is not None else None)
             outcome = self._errors_of(chat)
             if outcome is None:
                 return (response if len(usages) == 1 else with_total_usage(response, usages)), extra
@@ -294,18 +275,3 @@ class StructuredOutputValidationAdvisor:
             f"StructuredOutputValidationAdvisor({source}, max_repeat_attempts={self._max_repeat_attempts}, "
             f"order={self._order})"
         )
-
-
-def _with_usage_on_last(
-    chunks: list[ChatClientResponse], total: ChatClientResponse
-) -> list[ChatClientResponse]:
-    """The chunks, the last with a response carrying the total's usage (aggregators keep the last
-    usage of a stream)."""
-    usage = total.chat_response.metadata.usage if total.chat_response is not None else None
-    for i in range(len(chunks) - 1, -1, -1):
-        chat = chunks[i].chat_response
-        if chat is not None:
-            if usage is None or chat.metadata.usage == usage:
-                return chunks
-            return [*chunks[:i], chunks[i].copy(chat_response=chat.with_usage(usage)), *chunks[i + 1 :]]
-    return chunks

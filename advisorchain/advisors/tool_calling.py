@@ -9,6 +9,7 @@ the stream path share one family of async hooks (``do_*``) that subclasses overr
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
@@ -16,32 +17,25 @@ from typing import ClassVar
 from .._checks import check_int
 from .._streams import closing
 from ..errors import ChainConfigurationError, MaxIterationsExceeded, ToolCallLimitExceeded, ToolExecutionError
-from ..messages import AssistantMessage, Message, SystemMessage, ToolCall, ToolResponseMessage
+from ..messages import AssistantMessage, Message, ToolCall, ToolResponseMessage
 from ..model import (
     ChatClientMessageAggregator,
     ChatClientRequest,
     ChatClientResponse,
     ChatResponse,
+    FinishReason,
     Generation,
     Prompt,
     Usage,
     with_total_usage,
 )
-from ..tools.approvals import Decision, as_decisions
-from ..tools.manager import ToolCallingManager, ToolExecutionResult
+from ..tools.approvals import Decision, Denied
+from ..tools.manager import ToolCallingManager, ToolCallingManagerProtocol, ToolExecutionResult
+from . import approval
 from .chain import CallAdvisorChain, StreamAdvisorChain, checked_request, checked_response
-from .vocabulary import (
-    APPROVAL_REQUIRED,
-    TOOL_CALLING_ORDER,
-    AdvisorParams,
-    MemoryAdvisor,
-    ToolAdvisor,
-    check_order,
-)
+from .vocabulary import TOOL_CALLING_ORDER, AdvisorParams, ToolAdvisor, check_order
 
 __all__ = ["ToolCallingAdvisor"]
-
-LIMIT_FINISH_REASON = "toolCallLimitExceeded"
 
 
 def _default_eligibility(response: ChatResponse | None) -> bool:
@@ -74,12 +68,12 @@ class ToolCallingAdvisor(ToolAdvisor):
 
     DEFAULT_ORDER: ClassVar[int] = TOOL_CALLING_ORDER
 
-    APPROVAL_REQUIRED: ClassVar[str] = APPROVAL_REQUIRED
+    APPROVAL_REQUIRED: ClassVar[str] = FinishReason.APPROVAL_REQUIRED
     """The finish reason of a loop that stopped because a tool call needs a person's decision."""
 
     def __init__(
         self,
-        tool_calling_manager: ToolCallingManager | None = None,
+        tool_calling_manager: ToolCallingManagerProtocol | None = None,
         tool_execution_eligibility_checker: Callable[[ChatResponse | None], bool] | None = None,
         order: int = DEFAULT_ORDER,
         conversation_history_enabled: bool = True,
@@ -92,7 +86,16 @@ class ToolCallingAdvisor(ToolAdvisor):
             max_iterations, "max_iterations", minimum=1, optional=True
         )
         self.max_malformed_rounds = check_int(max_malformed_rounds, "max_malformed_rounds", minimum=1)
-        self.tool_calling_manager = tool_calling_manager or ToolCallingManager()
+        if tool_calling_manager is not None and not callable(
+            getattr(tool_calling_manager, "execute_tool_calls", None)
+        ):
+            raise ChainConfigurationError(
+                f"tool_calling_manager must implement resolve_tool_definitions(options) and async "
+                f"execute_tool_calls(prompt, chat_response), got {tool_calling_manager!r}"
+            )
+        self.tool_calling_manager: ToolCallingManagerProtocol = (
+            ToolCallingManager() if tool_calling_manager is None else tool_calling_manager
+        )
         self.tool_execution_eligibility_checker = tool_execution_eligibility_checker or _default_eligibility
         self.conversation_history_enabled = conversation_history_enabled
 
@@ -173,10 +176,10 @@ class ToolCallingAdvisor(ToolAdvisor):
             )
         self._check_iterations(loop, chat)
         prompt = self._manager_prompt(loop, request)
-        pending = self.tool_calling_manager.pending_approvals(prompt, chat)
-        if pending:
-            return self._approval_required(loop, response, chat, pending, prompt.instructions)
-        return await self._execute(loop, request, response, chat, prompt)
+        decided = await approval.decide_round(self.tool_calling_manager, prompt, chat)
+        if isinstance(decided, approval.Pending):
+            return self._waiting(loop, response, chat, decided, prompt.instructions)
+        return await self._execute(loop, request, response, chat, prompt, decided)
 
     async def _execute(
         self,
@@ -185,20 +188,21 @@ class ToolCallingAdvisor(ToolAdvisor):
         response: ChatClientResponse,
         chat: ChatResponse,
         prompt: Prompt,
-        decisions: Mapping[str, Decision] | None = None,
+        decisions: Mapping[str, Decision] | None,
     ) -> ChatClientRequest | _Stop:
-        """Run the round's tool calls; the next round's request, or the loop's end."""
+        """Run the round's tool calls (the decided ones, when approvals were needed); the next
+        round's request, or the loop's end."""
         try:
-            result = await self.tool_calling_manager.execute_tool_calls(prompt, chat, decisions=decisions)
+            result = await self._run_round(prompt, chat, decisions)
         except ToolCallLimitExceeded as exc:
             limited = ChatResponse.of(
                 AssistantMessage(f"I stopped calling tools: {exc}."),
-                LIMIT_FINISH_REASON,
+                FinishReason.TOOL_CALL_LIMIT_EXCEEDED,
                 id=chat.metadata.id,
                 model=chat.metadata.model,
             )
             return _Stop(with_total_usage(response, loop.usages, limited), synthetic=True)
-        self._check_malformed(loop, chat, result)
+        self._check_malformed(loop, chat, decisions, result)
         loop.history = result.conversation_history
         if result.return_direct:
             direct = ChatResponse(
@@ -217,28 +221,29 @@ class ToolCallingAdvisor(ToolAdvisor):
             context={**request.context, **response.context},
         )
 
-    def _approval_required(
+    async def _run_round(
+        self, prompt: Prompt, chat: ChatResponse, decisions: Mapping[str, Decision] | None
+    ) -> ToolExecutionResult:
+        """The manager's result for the round: as it is when no call needed a decision; else the
+        manager runs only the calls that run, and the history is rebuilt around its responses."""
+        manager = self.tool_calling_manager
+        if decisions is None:
+            return await manager.execute_tool_calls(prompt, chat)
+        to_run = approval.round_to_run(chat, decisions)
+        result = None if to_run is None else await manager.execute_tool_calls(prompt, to_run)
+        return approval.merged_result(prompt.instructions, chat, decisions, result)
+
+    def _waiting(
         self,
         loop: _Loop,
         response: ChatClientResponse,
         chat: ChatResponse,
-        pending: Sequence[ToolCall],
+        pending: approval.Pending,
         history: Sequence[Message],
     ) -> _Stop:
-        """The loop's end while calls wait for a decision: the model's tool-call message, finish
-        reason APPROVAL_REQUIRED, the pending calls and the whole history in the context."""
-        message = next(g.output for g in chat.generations if g.output.tool_calls)
-        reason = self.APPROVAL_REQUIRED
-        waiting = ChatResponse(
-            (Generation(message, reason),), dataclasses.replace(chat.metadata, finish_reason=reason)
-        )
-        context = {
-            **response.context,
-            AdvisorParams.PENDING_TOOL_CALLS: tuple(pending),
-            AdvisorParams.CONVERSATION_HISTORY: (*history, message),
-        }
-        total = with_total_usage(response.copy(context=context), loop.usages, waiting)
-        return _Stop(total, synthetic=True, approval=True)
+        """The loop's end while calls wait for a person's decision (finish reason APPROVAL_REQUIRED)."""
+        waiting = approval.waiting_response(response, chat, pending, history)
+        return _Stop(with_total_usage(waiting, loop.usages), synthetic=True, approval=True)
 
     async def _resume(
         self, loop: _Loop, request: ChatClientRequest, inner: Sequence[object]
@@ -246,36 +251,34 @@ class ToolCallingAdvisor(ToolAdvisor):
         """A round waiting for approval at the end of the conversation: run it with the request's
         decisions (the next request), or end again with APPROVAL_REQUIRED when it has none; None
         when nothing waits."""
-        given = request.context.get(AdvisorParams.TOOL_APPROVALS)
-        decisions = as_decisions(given) if given is not None else None
-        waiting, history = await _waiting_round(request, inner, wants=decisions is not None)
+        given = approval.given_decisions(request)
+        waiting, history = await approval.waiting_round(request, inner, wants=given is not None)
         if waiting is None:
-            if decisions is not None:
+            if given is not None:
                 raise ChainConfigurationError(
                     "tool_approvals was given, but no round waits for approval: the conversation does "
                     "not end with an assistant message asking for tools"
                 )
             return None
-        chat = ChatResponse.of(waiting, "tool_calls")
-        prompt = request.prompt.copy(instructions=history)
-        unknown = sorted(set(decisions or ()) - {c.id for c in waiting.tool_calls})
+        unknown = sorted(set(given or ()) - {c.id for c in waiting.tool_calls})
         if unknown:
             raise ChainConfigurationError(
                 f"tool_approvals names tool calls {unknown!r} that the waiting round does not have; "
                 f"it has {[c.id for c in waiting.tool_calls]!r}"
             )
+        chat = ChatResponse.of(waiting, FinishReason.TOOL_CALLS)
+        prompt = request.prompt.copy(instructions=history)
         response = ChatClientResponse(chat, request.context)
-        if decisions is None:
-            pending = self.tool_calling_manager.pending_approvals(prompt, chat)
-            if pending:
-                return self._approval_required(loop, response, chat, pending, history)
-        step = await self._execute(loop, request.copy(prompt=prompt), response, chat, prompt, decisions)
-        decided = {AdvisorParams.RESUMED_TOOL_RESPONSES: loop.history[-1] if loop.history else None}
+        decided = await approval.decide_round(self.tool_calling_manager, prompt, chat, given)
+        if isinstance(decided, approval.Pending):
+            return self._waiting(loop, response, chat, decided, history)
+        step = await self._execute(loop, request.copy(prompt=prompt), response, chat, prompt, decided)
+        resumed = {AdvisorParams.RESUMED_TOOL_RESPONSES: loop.history[-1] if loop.history else None}
         if isinstance(step, _Stop):
             return dataclasses.replace(
-                step, response=step.response.copy(context={**step.response.context, **decided})
+                step, response=step.response.copy(context={**step.response.context, **resumed})
             )
-        return step.copy(context={**step.context, **decided})
+        return step.copy(context={**step.context, **resumed})
 
     def _check_iterations(self, loop: _Loop, chat: ChatResponse) -> None:
         if self.max_iterations is not None and loop.iteration >= self.max_iterations:
@@ -286,15 +289,26 @@ class ToolCallingAdvisor(ToolAdvisor):
                 max_iterations=self.max_iterations,
             )
 
-    def _check_malformed(self, loop: _Loop, chat: ChatResponse, result: ToolExecutionResult) -> None:
-        """Count rounds whose every tool call had unparsable arguments; too many in a row end the loop."""
-        calls = [c for g in chat.generations for c in g.output.tool_calls]
-        if not result.malformed_calls or len(result.malformed_calls) < len(calls):
+    def _check_malformed(
+        self,
+        loop: _Loop,
+        chat: ChatResponse,
+        decisions: Mapping[str, Decision] | None,
+        result: ToolExecutionResult,
+    ) -> None:
+        """Count rounds whose every call that ran had unparsable arguments; too many in a row end
+        the loop. The library's manager reports them; any other manager's calls are parsed here."""
+        ran = _calls_that_ran(chat, decisions)
+        if isinstance(self.tool_calling_manager, ToolCallingManager):
+            malformed = result.malformed_calls
+        else:
+            malformed = tuple(c for c in ran if not _is_json(c.arguments))
+        if not malformed or len(malformed) < len(ran):
             loop.malformed_rounds = 0
             return
         loop.malformed_rounds += 1
         if loop.malformed_rounds >= self.max_malformed_rounds:
-            last = result.malformed_calls[-1]
+            last = malformed[-1]
             raise ToolExecutionError(
                 f"the model sent tool arguments that are not valid JSON in {loop.malformed_rounds} rounds "
                 f"in a row (max_malformed_rounds={self.max_malformed_rounds}); the last call of tool "
@@ -315,6 +329,9 @@ class ToolCallingAdvisor(ToolAdvisor):
     async def _initialize(
         self, request: ChatClientRequest, chain: CallAdvisorChain | StreamAdvisorChain
     ) -> ChatClientRequest:
+        if request is None or chain is None:
+            missing = "request" if request is None else "chain"
+            raise ChainConfigurationError(f"{self.name!r} was given no {missing}; it must not be None")
         return checked_request(await self.do_initialize_loop(request, chain), self, "do_initialize_loop")
 
     async def _round_request(
@@ -413,27 +430,21 @@ def _unstreamed_text_only(final: ChatClientResponse, held: list[ChatClientRespon
     )
 
 
-async def _waiting_round(
-    request: ChatClientRequest, inner: Sequence[object], *, wants: bool
-) -> tuple[AssistantMessage | None, tuple[Message, ...]]:
-    """The assistant tool-call message a conversation ends with (unanswered), and the history
-    before it: from the request's prompt, or — with memory inside the loop, on a request with
-    decisions or without user text — from that memory's stored conversation."""
-    instructions = tuple(request.prompt.instructions)
-    last = instructions[-1] if instructions else None
-    if isinstance(last, AssistantMessage) and last.tool_calls:
-        return last, instructions[:-1]
-    if not wants and request.prompt.last_user_message is not None:
-        return None, ()
-    for advisor in inner:
-        load = getattr(advisor, "conversation_history", None)
-        if isinstance(advisor, MemoryAdvisor) and load is not None:
-            stored = tuple(await load(request))
-            tail = stored[-1] if stored else None
-            if isinstance(tail, AssistantMessage) and tail.tool_calls:
-                systems = tuple(m for m in instructions if isinstance(m, SystemMessage))
-                return tail, (*systems, *(m for m in stored[:-1] if not isinstance(m, SystemMessage)))
-    return None, ()
+def _calls_that_ran(chat: ChatResponse, decisions: Mapping[str, Decision] | None) -> tuple[ToolCall, ...]:
+    message = approval.tool_call_message(chat)
+    if message is None:
+        return ()
+    if not decisions:
+        return tuple(message.tool_calls)
+    return tuple(c for c in message.tool_calls if not isinstance(decisions.get(c.id), Denied))
+
+
+def _is_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _final_chunks(held: list[ChatClientResponse], final: ChatClientResponse) -> list[ChatClientResponse]:

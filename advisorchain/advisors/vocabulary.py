@@ -6,10 +6,16 @@ It imports nothing of the chain, so the chain, the built-in advisors and the cli
 
 from __future__ import annotations
 
-from typing import ClassVar
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, ClassVar
 
 from .._checks import check_int
 from ..errors import ChainConfigurationError
+from ..model import FinishReason
+
+if TYPE_CHECKING:
+    from ..messages import Message
+    from ..model import ChatClientRequest
 
 __all__ = ["AdvisorParams", "MemoryAdvisor", "Ordered", "ToolAdvisor", "check_order"]
 
@@ -24,6 +30,8 @@ class Ordered:
 # The built-in advisors' default orders, with gaps so advisors fit between them.
 MEMORY_ORDER = Ordered.HIGHEST_PRECEDENCE + 200
 """MessageChatMemoryAdvisor: outside the tool loop (one exchange per request)."""
+SELF_REFINE_ORDER = Ordered.HIGHEST_PRECEDENCE + 250
+"""SelfRefineEvaluationAdvisor: inside memory, outside the tool loop (each attempt runs the loop)."""
 TOOL_CALLING_ORDER = Ordered.HIGHEST_PRECEDENCE + 300
 """ToolCallingAdvisor: owns the loop; advisors with a greater order run on every round."""
 REMINDER_ORDER = TOOL_CALLING_ORDER + 100
@@ -46,7 +54,7 @@ def check_order(value: object, what: str = "order", *, inside: bool = False) -> 
     return order
 
 
-APPROVAL_REQUIRED = "approvalRequired"
+APPROVAL_REQUIRED = FinishReason.APPROVAL_REQUIRED
 """The finish reason of a tool loop that stopped because a call waits for a person's decision."""
 
 
@@ -102,4 +110,13 @@ class ToolAdvisor:
 
 
 class MemoryAdvisor:
-    """Marker: an advisor that keeps conversation memory."""
+    """Marker: an advisor that keeps conversation memory.
+
+    Placed inside the tool loop, a memory advisor is where the loop finds a round that waits for
+    approval when a resuming request carries no history: ``conversation_history`` returns the
+    request's stored conversation (a custom memory advisor overrides it to take part; the default
+    has none)."""
+
+    async def conversation_history(self, request: ChatClientRequest) -> Sequence[Message]:
+        """The stored messages of ``request``'s conversation, oldest first."""
+        return ()

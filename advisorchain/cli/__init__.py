@@ -1,5 +1,5 @@
 """The ``advisorchain`` command line: ``chat`` (interactive or one-shot, tools, MCP, sessions,
-``--trace``), ``sessions list|show|delete``, ``demo`` and ``--version``."""
+``--trace``), ``sessions list|show|delete``, ``demo``, ``eval`` and ``--version``."""
 
 from __future__ import annotations
 

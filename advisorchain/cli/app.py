@@ -1,4 +1,4 @@
-"""The ``advisorchain`` command: ``chat``, ``sessions``, ``demo``, on click with rich output.
+"""The ``advisorchain`` command: ``chat``, ``sessions``, ``demo``, ``eval``, on click with rich output.
 
 Each command lives in its own module and is added here with one line; the flags that describe an
 agent are shared (``_options``), and so is building it (``_agent``)."""
@@ -22,6 +22,7 @@ from ._options import ModelOptions, model_options
 from ._sessions import sessions
 from ._setup import build_model, parse_model
 from .chat import Interrupted, chat
+from .evals import eval_command
 
 __all__ = ["app", "main"]
 
@@ -111,6 +112,7 @@ def app(debug: bool) -> None:
 
 app.add_command(chat)
 app.add_command(sessions)
+app.add_command(eval_command)
 
 
 # -- demo ------------------------------------------------------------------------------------------

@@ -4,7 +4,7 @@ manager that executes tool calls (``manager``), and approval decisions (``approv
 from .api import InvalidToolArgumentsError, ToolCallback, ToolContext, ToolDefinition, ToolMetadata
 from .approvals import Approved, Denied
 from .function import FunctionTool, ToolCallbackProvider, tool, tool_callbacks
-from .manager import ToolCallingManager, ToolExecutionResult
+from .manager import ToolCallingManager, ToolCallingManagerProtocol, ToolExecutionResult
 
 __all__ = [
     "Approved",
@@ -14,6 +14,7 @@ __all__ = [
     "ToolCallback",
     "ToolCallbackProvider",
     "ToolCallingManager",
+    "ToolCallingManagerProtocol",
     "ToolContext",
     "ToolDefinition",
     "ToolExecutionResult",

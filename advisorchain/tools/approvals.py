@@ -12,11 +12,20 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TypeAlias
 
-from .._tool_types import ToolContext
+from .._tool_types import ToolCallback, ToolContext
 from ..errors import ChainConfigurationError
 from ..messages import ToolCall
 
-__all__ = ["Approved", "Approver", "Decision", "Denied", "as_decision", "as_decisions", "denial_text"]
+__all__ = [
+    "Approved",
+    "Approver",
+    "Decision",
+    "Denied",
+    "as_decision",
+    "as_decisions",
+    "denial_text",
+    "requires_approval",
+]
 
 DENIED_TEXT = "Error: the user denied this tool call"
 
@@ -70,3 +79,8 @@ def as_decisions(values: Mapping[str, object]) -> dict[str, Decision]:
 def denial_text(decision: Denied) -> str:
     """What the model is told about a denied call."""
     return f"{DENIED_TEXT}: {decision.reason}" if decision.reason else DENIED_TEXT
+
+
+def requires_approval(callback: ToolCallback | None) -> bool:
+    """True when ``callback``'s metadata asks for a person's approval before each call."""
+    return callback is not None and bool(getattr(callback.metadata, "requires_approval", False))

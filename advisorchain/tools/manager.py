@@ -8,25 +8,24 @@
 from __future__ import annotations
 
 import asyncio
-import inspect
 import json
 from collections import Counter
 from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
 
 from .. import observability as obs
 from .._checks import check_int, check_seconds
 from .._tool_types import EMPTY_REGISTRY, ToolRegistry
 from ..errors import ChainConfigurationError, ToolCallLimitExceeded, ToolExecutionError
 from ..messages import AssistantMessage, Message, ToolCall, ToolResponse, ToolResponseMessage, UserMessage
-from ..model import ChatOptions, ChatResponse, Generation, Prompt
+from ..model import ChatOptions, ChatResponse, FinishReason, Generation, Prompt
 from .api import InvalidToolArgumentsError, ToolCallback, ToolContext, ToolDefinition
-from .approvals import Approved, Approver, Decision, Denied, as_decision, denial_text
+from .approvals import Approver
 from .function import encode_result
 from .schema import parse_arguments
 
-__all__ = ["ToolCallingManager", "ToolExecutionResult"]
+__all__ = ["ToolCallingManager", "ToolCallingManagerProtocol", "ToolExecutionResult"]
 
 T = TypeVar("T")
 
@@ -42,7 +41,7 @@ class ToolExecutionResult:
     the model the parse error).
     """
 
-    FINISH_REASON: ClassVar[str] = "returnDirect"
+    FINISH_REASON: ClassVar[str] = FinishReason.RETURN_DIRECT
 
     conversation_history: tuple[Message, ...]
     return_direct: bool = False
@@ -66,6 +65,24 @@ class ToolExecutionResult:
             )
             for r in last.responses
         ]
+
+
+@runtime_checkable
+class ToolCallingManagerProtocol(Protocol):
+    """What the tool loop needs of a manager: these two methods, nothing else.
+
+    ``ToolCallingManager`` implements it; a user's own manager (one that audits, filters or
+    sandboxes tool calls, often by wrapping a ``ToolCallingManager``) implements just these two.
+    ``execute_tool_calls`` runs every call of the response it is given and returns the history
+    extended by the assistant message and one ToolResponseMessage (a response per call, in call
+    order). The loop decides approvals before it and never passes a keyword argument.
+    """
+
+    def resolve_tool_definitions(self, options: ChatOptions | None) -> list[ToolDefinition]: ...
+
+    async def execute_tool_calls(
+        self, prompt: Prompt, chat_response: ChatResponse
+    ) -> ToolExecutionResult: ...
 
 
 class _ToolFailure(Exception):
@@ -102,11 +119,16 @@ class ToolCallingManager:
     ToolCallLimitExceeded. ``tool_timeout`` (seconds) bounds each call: an async tool is cancelled,
     a sync tool's worker thread cannot be stopped and finishes in the background, its result unused.
 
-    A call of a tool whose metadata has ``requires_approval`` runs only with a decision: from
-    ``decisions`` (by call id), else from ``approver(call, context)`` — asked once per such call, in
-    call order, before any call of the round runs. ``Denied`` calls answer
-    ``Error: the user denied this tool call[: reason]``; ``Approved(arguments=...)`` replaces the
-    arguments the tool receives.
+    Each tool receives a ToolContext with the request's tool context, ``conversation_id`` when
+    known and the ``tool_call_id`` of the call it runs.
+
+    ``approver(call, context)``, when given, decides the calls of tools whose metadata has
+    ``requires_approval``: the tool loop asks it once per such call, in call order, before this
+    manager runs the round (``execute_tool_calls`` itself runs every call it is given).
+
+    The protocol a user's own manager implements is just ``resolve_tool_definitions(options)`` and
+    ``async execute_tool_calls(prompt, chat_response)``; wrap or subclass this class to audit,
+    filter or sandbox tool calls.
     """
 
     def __init__(
@@ -134,50 +156,19 @@ class ToolCallingManager:
         """The definitions of the tools in ``options`` (duplicate names raise ValueError)."""
         return list(_registry(options).definitions)
 
-    def pending_approvals(
-        self,
-        prompt: Prompt,
-        chat_response: ChatResponse,
-        decisions: Mapping[str, Decision] | None = None,
-    ) -> tuple[ToolCall, ...]:
-        """The calls of ``chat_response`` that need a person's decision and have none: their tool
-        requires approval, ``decisions`` does not name them and this manager has no approver."""
-        if self.approver is not None:
-            return ()
-        callbacks = _registry(prompt.options)
-        decided = decisions or {}
-        return tuple(
-            call
-            for call in _tool_call_message(chat_response).tool_calls
-            if call.id not in decided and _requires_approval(callbacks.get(call.name))
-        )
-
-    async def execute_tool_calls(
-        self,
-        prompt: Prompt,
-        chat_response: ChatResponse,
-        *,
-        decisions: Mapping[str, Decision] | None = None,
-    ) -> ToolExecutionResult:
+    async def execute_tool_calls(self, prompt: Prompt, chat_response: ChatResponse) -> ToolExecutionResult:
         """Run the tool calls of ``chat_response`` with the tools of ``prompt.options`` and return
-        the history extended by the assistant message and one ToolResponseMessage.
+        the history extended by the assistant message and one ToolResponseMessage (a response per
+        call, in call order).
 
-        ``decisions`` (by call id) approve or deny calls; a call that needs approval and has no
-        decision (and no approver to ask) raises ChainConfigurationError before any call runs."""
+        Every call given runs: approvals are decided before (by the tool loop, or by a hand-driven
+        loop); the ``approver`` of this manager is what the tool loop asks."""
         message = _tool_call_message(chat_response)
-        pending = self.pending_approvals(prompt, chat_response, decisions)
-        if pending:
-            listed = ", ".join(f"{c.id!r} ({c.name!r})" for c in pending)
-            raise ChainConfigurationError(
-                f"tool call {listed} needs approval and has no decision; pass "
-                "tool_approvals({call_id: Approved() | Denied(...)}) or give the manager an approver"
-            )
         callbacks = _registry(prompt.options)
-        context = ToolContext(prompt.options.tool_context if prompt.options is not None else {})
+        context = prompt.options.tool_context if prompt.options is not None else {}
         calls = tuple(message.tool_calls)
         admitted, breach = self._admit(prompt.instructions, calls)
-        decided = await self._decide(calls[:admitted], callbacks, context, decisions or {})
-        outcomes = await self._run_all(calls[:admitted], callbacks, context, decided)
+        outcomes = await self._run_all(calls[:admitted], callbacks, context)
         responses = [o.response for o in outcomes]
         if breach is not None:
             note = f"Error: not executed: {breach.message}"
@@ -222,51 +213,19 @@ class ToolCallingManager:
 
     # -- running -------------------------------------------------------------------------------
 
-    async def _decide(
-        self,
-        calls: Sequence[ToolCall],
-        callbacks: ToolRegistry,
-        context: ToolContext,
-        decisions: Mapping[str, Decision],
-    ) -> dict[str, Decision]:
-        """The decision for each call that has one: given, or asked of the approver (in call order,
-        one at a time: a person answers one question after another)."""
-        decided = {c.id: decisions[c.id] for c in calls if c.id in decisions}
-        if self.approver is None:
-            return decided
-        for call in calls:
-            if call.id not in decided and _requires_approval(callbacks.get(call.name)):
-                answer = self.approver(call, context)
-                if inspect.isawaitable(answer):
-                    answer = await answer
-                decided[call.id] = as_decision(answer, f"the approver's answer for tool call {call.id!r}")
-        return decided
-
     async def _run_all(
-        self,
-        calls: Sequence[ToolCall],
-        callbacks: ToolRegistry,
-        context: ToolContext,
-        decided: Mapping[str, Decision],
+        self, calls: Sequence[ToolCall], callbacks: ToolRegistry, context: Mapping[str, Any]
     ) -> list[_Outcome]:
         if not self.parallel or len(calls) < 2:
-            return [await self._run_one(call, callbacks, context, decided.get(call.id)) for call in calls]
-        return await _gather_or_cancel(
-            [self._run_one(call, callbacks, context, decided.get(call.id)) for call in calls]
-        )
+            return [await self._run_one(call, callbacks, context) for call in calls]
+        return await _gather_or_cancel([self._run_one(call, callbacks, context) for call in calls])
 
-    async def _run_one(
-        self, call: ToolCall, callbacks: ToolRegistry, context: ToolContext, decision: Decision | None
-    ) -> _Outcome:
-        if isinstance(decision, Denied):
-            return _Outcome(ToolResponse(call.id, call.name, denial_text(decision)), False)
+    async def _run_one(self, call: ToolCall, callbacks: ToolRegistry, context: Mapping[str, Any]) -> _Outcome:
         with obs.span(f"execute_tool {call.name}", obs.tool_span_attributes(call.name, call.id)) as s:
             callback = callbacks.get(call.name)
-            run = call
-            if isinstance(decision, Approved) and decision.arguments is not None:
-                run = ToolCall(call.id, call.name, decision.arguments)  # the history keeps the model's call
             try:
-                text = await self._invoke(run, callback, callbacks, context)
+                tool_context = ToolContext(context, tool_call_id=call.id)
+                text = await self._invoke(call, callback, callbacks, tool_context)
             except _ToolFailure as failure:
                 cause = failure.__cause__
                 if s is not None:
@@ -353,10 +312,6 @@ def _calls_this_turn(history: Sequence[Message]) -> Counter[str]:
     return counts
 
 
-def _requires_approval(callback: ToolCallback | None) -> bool:
-    return callback is not None and bool(getattr(callback.metadata, "requires_approval", False))
-
-
 def _registry(options: ChatOptions | None) -> ToolRegistry:
     return options.tool_registry if options is not None else EMPTY_REGISTRY
 
@@ -365,7 +320,7 @@ def _tool_call_message(chat_response: ChatResponse) -> AssistantMessage:
     for generation in chat_response.generations:
         if generation.output.has_tool_calls():
             return generation.output
-    raise ValueError(
+    raise ChainConfigurationError(
         f"the response has no tool calls to execute (finish reason {chat_response.finish_reason!r}); "
         "check has_tool_calls() before calling execute_tool_calls"
     )

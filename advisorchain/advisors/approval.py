@@ -1,0 +1,202 @@
+"""Human approval in the tool loop: which calls of a round wait for a person, their decisions, the
+round a conversation waits on, and the loop's end while it waits.
+
+The ToolCallingAdvisor decides approvals; the ToolCallingManager never sees them. For each round
+the loop asks ``decide_round`` once: no call needs a decision (the round runs as the model sent
+it), every call that needs one has it (given by a resuming request, or asked of the manager's
+``approver``), or some wait (the loop ends with ``approvalRequired``). A decided round reaches the
+manager as a response holding only the calls that run, with their replaced arguments;
+``merged_result`` then rebuilds the history with the model's own assistant message and one
+response per call, in call order (a denied call answers the denial text).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from .._tool_types import EMPTY_REGISTRY, ToolContext
+from ..errors import ChainConfigurationError
+from ..messages import AssistantMessage, Message, SystemMessage, ToolCall, ToolResponse, ToolResponseMessage
+from ..model import ChatClientRequest, ChatClientResponse, ChatResponse, FinishReason, Generation, Prompt
+from ..tools.approvals import (
+    Approved,
+    Decision,
+    Denied,
+    as_decision,
+    as_decisions,
+    denial_text,
+    requires_approval,
+)
+from ..tools.manager import ToolCallingManager, ToolExecutionResult
+from .vocabulary import AdvisorParams, MemoryAdvisor
+
+__all__ = [
+    "Pending",
+    "decide_round",
+    "given_decisions",
+    "merged_result",
+    "round_to_run",
+    "waiting_response",
+    "waiting_round",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Pending:
+    """A round whose calls wait for a person's decision: ``calls``, in call order."""
+
+    calls: tuple[ToolCall, ...]
+
+
+def tool_call_message(chat: ChatResponse) -> AssistantMessage | None:
+    """The first generation's output that asks for tools, if any."""
+    for generation in chat.generations:
+        if generation.output.tool_calls:
+            return generation.output
+    return None
+
+
+def given_decisions(request: ChatClientRequest) -> dict[str, Decision] | None:
+    """The request's ``tool_approvals`` (by call id), or None when it gives none."""
+    given = request.context.get(AdvisorParams.TOOL_APPROVALS)
+    return None if given is None else as_decisions(given)
+
+
+async def decide_round(
+    manager: object, prompt: Prompt, chat: ChatResponse, given: Mapping[str, Decision] | None = None
+) -> dict[str, Decision] | Pending | None:
+    """The round's decisions by call id; ``Pending`` when calls wait for a person; None when no
+    call needs one and none was given (the round runs as the model sent it).
+
+    A call needs a decision when its tool requires approval. ``given`` decisions (a resuming
+    request) come first; a ``ToolCallingManager`` with an ``approver`` is asked for the rest, one
+    call after another in call order. With decisions given, a call left without one is an error.
+    """
+    message = tool_call_message(chat)
+    if message is None:
+        return None
+    options = prompt.options
+    registry = options.tool_registry if options is not None else EMPTY_REGISTRY
+    needing = [c for c in message.tool_calls if requires_approval(registry.get(c.name))]
+    if not needing and not given:
+        return None
+    decided = {c.id: given[c.id] for c in message.tool_calls if given and c.id in given}
+    undecided = [c for c in needing if c.id not in decided]
+    approver = manager.approver if isinstance(manager, ToolCallingManager) else None
+    if undecided and approver is not None:
+        tool_context = options.tool_context if options is not None else {}
+        for call in undecided:
+            answer = approver(call, ToolContext(tool_context, tool_call_id=call.id))
+            if inspect.isawaitable(answer):
+                answer = await answer
+            decided[call.id] = as_decision(answer, f"the approver's answer for tool call {call.id!r}")
+        undecided = []
+    if not undecided:
+        return decided
+    if given is not None:
+        listed = ", ".join(f"{c.id!r} ({c.name!r})" for c in undecided)
+        raise ChainConfigurationError(
+            f"tool call {listed} needs approval and has no decision; pass "
+            "tool_approvals({call_id: Approved() | Denied(...)}) for every call that waits"
+        )
+    return Pending(tuple(undecided))
+
+
+def round_to_run(chat: ChatResponse, decisions: Mapping[str, Decision]) -> ChatResponse | None:
+    """What the manager is given for a decided round: a response holding only the calls that run,
+    in call order, each with its approved arguments; None when every call was denied."""
+    message = tool_call_message(chat)
+    assert message is not None  # decide_round returned decisions, so the round has tool calls
+    run: list[ToolCall] = []
+    for call in message.tool_calls:
+        decision = decisions.get(call.id)
+        if isinstance(decision, Denied):
+            continue
+        if isinstance(decision, Approved) and decision.arguments is not None:
+            call = ToolCall(call.id, call.name, decision.arguments)
+        run.append(call)
+    if not run:
+        return None
+    output = dataclasses.replace(message, tool_calls=tuple(run))
+    return ChatResponse((Generation(output, FinishReason.TOOL_CALLS),), chat.metadata)
+
+
+def merged_result(
+    before: Sequence[Message],
+    chat: ChatResponse,
+    decisions: Mapping[str, Decision],
+    result: ToolExecutionResult | None,
+) -> ToolExecutionResult:
+    """The decided round's history: ``before``, the model's own assistant message, and one
+    ToolResponseMessage with a response per call in call order — the manager's responses for the
+    calls that ran (``result``), the denial text for the others."""
+    message = tool_call_message(chat)
+    assert message is not None
+    denied = {c.id for c in message.tool_calls if isinstance(decisions.get(c.id), Denied)}
+    ran: Sequence[ToolResponse] = ()
+    expected = len(message.tool_calls) - len(denied)
+    if result is not None:
+        history = result.conversation_history
+        last = history[-1] if history else None
+        if not isinstance(last, ToolResponseMessage) or len(last.responses) != expected:
+            raise ChainConfigurationError(
+                f"the tool-calling manager returned {last!r} as the last message of the round; it must "
+                f"end the history with one ToolResponseMessage holding a response per call ({expected})"
+            )
+        ran = last.responses
+    answers = iter(ran)
+    responses = tuple(
+        ToolResponse(c.id, c.name, denial_text(decision))
+        if isinstance(decision := decisions.get(c.id), Denied)
+        else next(answers)
+        for c in message.tool_calls
+    )
+    return ToolExecutionResult(
+        (*before, message, ToolResponseMessage(responses)),
+        return_direct=result is not None and not denied and result.return_direct,
+        malformed_calls=result.malformed_calls if result is not None else (),
+    )
+
+
+def waiting_response(
+    response: ChatClientResponse, chat: ChatResponse, pending: Pending, history: Sequence[Message]
+) -> ChatClientResponse:
+    """The loop's end while calls wait for a decision: the model's tool-call message with finish
+    reason ``approvalRequired``, the pending calls and the whole history in the context."""
+    message = tool_call_message(chat)
+    assert message is not None
+    reason = FinishReason.APPROVAL_REQUIRED
+    waiting = ChatResponse(
+        (Generation(message, reason),), dataclasses.replace(chat.metadata, finish_reason=reason)
+    )
+    context = {
+        **response.context,
+        AdvisorParams.PENDING_TOOL_CALLS: pending.calls,
+        AdvisorParams.CONVERSATION_HISTORY: (*history, message),
+    }
+    return ChatClientResponse(waiting, context)
+
+
+async def waiting_round(
+    request: ChatClientRequest, inner: Sequence[object], *, wants: bool
+) -> tuple[AssistantMessage | None, tuple[Message, ...]]:
+    """The assistant tool-call message a conversation ends with (unanswered), and the history
+    before it: from the request's prompt, or — with memory inside the loop, on a request with
+    decisions or without user text — from that memory's stored conversation."""
+    instructions = tuple(request.prompt.instructions)
+    last = instructions[-1] if instructions else None
+    if isinstance(last, AssistantMessage) and last.tool_calls:
+        return last, instructions[:-1]
+    if not wants and request.prompt.last_user_message is not None:
+        return None, ()
+    for advisor in inner:
+        if isinstance(advisor, MemoryAdvisor):
+            stored = tuple(await advisor.conversation_history(request))
+            tail = stored[-1] if stored else None
+            if isinstance(tail, AssistantMessage) and tail.tool_calls:
+                systems = tuple(m for m in instructions if isinstance(m, SystemMessage))
+                return tail, (*systems, *(m for m in stored[:-1] if not isinstance(m, SystemMessage)))
+    return None, ()
