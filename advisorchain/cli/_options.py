@@ -83,6 +83,12 @@ _AGENT_FLAGS: list[Callable[[Any], Any]] = [
     ),
     click.option("--mcp", "mcp", multiple=True, metavar='"COMMAND ARGS"', help="An MCP server over stdio."),
     click.option("--mcp-url", "mcp_url", multiple=True, metavar="URL", help="An MCP server over HTTP."),
+    click.option(
+        "-y", "--yes", "approve_all", is_flag=True, help="Approve every tool call that needs approval."
+    ),
+]
+
+_MEMORY_FLAGS: list[Callable[[Any], Any]] = [
     click.option("--session", help="Keep the conversation under this name (see 'advisorchain sessions')."),
     click.option(
         "--memory",
@@ -90,10 +96,8 @@ _AGENT_FLAGS: list[Callable[[Any], Any]] = [
         help="Where sessions live: sqlite:///file, postgresql://…, redis://… "
         "(default: SQLite in the data dir).",
     ),
-    click.option(
-        "-y", "--yes", "approve_all", is_flag=True, help="Approve every tool call that needs approval."
-    ),
 ]
+_MEMORY_FIELDS = ("session", "memory")
 
 _MODEL_HELP = "provider:name, provider one of openai, openai-responses, anthropic."
 
@@ -113,18 +117,23 @@ def model_options(*, default: str | None = "openai:gpt-4o-mini", help: str = _MO
     return apply
 
 
-def agent_options(*, model_default: str | None = "openai:gpt-4o-mini") -> Callable[[F], F]:
+def agent_options(
+    *, model_default: str | None = "openai:gpt-4o-mini", model_help: str = _MODEL_HELP, memory: bool = True
+) -> Callable[[F], F]:
     """Adds every agent flag (the model's included) to a command, which receives them as one
-    ``AgentOptions`` in its ``agent`` argument."""
+    ``AgentOptions`` in its ``agent`` argument. ``memory=False``: a command whose agent keeps no
+    sessions (``--session`` and ``--memory`` are left out, and None)."""
 
     def apply(command: F) -> F:
         @functools.wraps(command)
         def unpack(**kwargs: Any) -> Any:
             model = _take(kwargs, ModelOptions)
-            agent = _take(kwargs, AgentOptions, model=model)
+            absent = {} if memory else dict.fromkeys(_MEMORY_FIELDS)
+            agent = _take(kwargs, AgentOptions, model=model, **absent)
             return command(**kwargs, agent=agent)
 
-        return cast(F, _with_flags(unpack, [*_model_flags(model_default, _MODEL_HELP), *_AGENT_FLAGS]))
+        flags = [*_model_flags(model_default, model_help), *_AGENT_FLAGS, *(_MEMORY_FLAGS if memory else [])]
+        return cast(F, _with_flags(unpack, flags))
 
     return apply
 
