@@ -8,6 +8,7 @@ import subprocess
 import time
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -38,6 +39,7 @@ class Pane:
         self._run(
             "new-session", "-d", "-s", "t", "-x", "160", "-y", "50", f"{command}; echo EXIT=$?; sleep 600"
         )
+        self.socket_path = self._run("display-message", "-p", "#{socket_path}").strip()
 
     def _run(self, *args: str) -> str:
         done = subprocess.run(
@@ -67,7 +69,10 @@ class Pane:
             time.sleep(0.05)
 
     def close(self) -> None:
+        """End the session and its server, and remove the server's socket file."""
         subprocess.run([self.tmux, "-L", self.socket, "kill-server"], capture_output=True, check=False)
+        if self.socket_path:
+            Path(self.socket_path).unlink(missing_ok=True)
 
 
 def exited(frame: list[str]) -> bool:
