@@ -25,7 +25,7 @@ check() {
         failed+=("$name")
     fi
 }
-check pytest .venv/bin/python -m pytest "$@"
+check pytest .venv/bin/python -m pytest -rs "$@"  # -rs: why each skipped test skipped
 check "ruff check" .venv/bin/ruff check advisorchain tests benchmarks examples
 check "ruff format" .venv/bin/ruff format --check advisorchain
 check mypy .venv/bin/mypy advisorchain
