@@ -240,3 +240,19 @@ def test_a_password_in_a_store_url_is_never_shown() -> None:
     assert store_label("postgresql://app:s3cret@db.example/app") == "postgresql://app:***@db.example/app"
     assert store_label("redis://localhost:6379/0") == "redis://localhost:6379/0"
     assert store_label("sqlite:///chat.db") == "chat.db"
+
+
+def test_a_store_failure_during_a_turn_names_the_store_and_the_way_out() -> None:
+    from advisorchain.cli._agent import describe_failure
+    from advisorchain.memory import ChatMemoryDecodeError
+
+    locked = sqlite3.OperationalError("database is locked")
+    assert describe_failure(locked, session="s", store_label="/d/sessions.sqlite3") == (
+        "memory store /d/sessions.sqlite3: OperationalError: database is locked"
+    )
+    damaged = ChatMemoryDecodeError("s", 3, "unknown message type 'function'")
+    assert describe_failure(damaged, session="s", store_label="/d/sessions.sqlite3") == (
+        "session 's' in /d/sessions.sqlite3: unknown message type 'function' (stored message 3); "
+        "'advisorchain sessions repair s' drops the unreadable messages"
+    )
+    assert describe_failure(ValueError("other"), session="s", store_label="/d/sessions.sqlite3") is None
