@@ -49,6 +49,7 @@ __all__ = [
     "Status",
     "StatusCode",
     "content_capture_enabled",
+    "current_span",
     "metrics_enabled",
     "set_content_capture",
     "telemetry_enabled",
@@ -175,6 +176,18 @@ async def traced_stream(
     finally:
         await close_stream(source)
         s.end()
+
+
+def current_span() -> Span | None:
+    """The span the chain opened for the advisor now running (``advisor <name>``), for the advisor
+    to add events or attributes to; None when tracing is off.
+
+    The chain makes an advisor's span current while the advisor's own code runs (on the stream
+    path: while it computes its next chunk), so an advisor calls this from its own code."""
+    if not tracing_enabled():
+        return None
+    s = trace.get_current_span()
+    return s if s.is_recording() else None
 
 
 def _record_error(s: Span, exc: BaseException) -> None:
@@ -399,3 +412,29 @@ async def model_stream(
         await close_stream(stream)
     if done:
         record_model_metrics(attributes, time.perf_counter() - start, done[0])
+
+
+# -- retrieval (advisorchain.rag) --------------------------------------------------------------------
+
+
+def embedding_span_attributes(model_name: str, inputs: int) -> dict[str, Any]:
+    """GenAI attributes for an ``embeddings <model>`` span."""
+    return {
+        "gen_ai.operation.name": "embeddings",
+        "gen_ai.request.model": model_name,
+        "advisorchain.rag.inputs": inputs,
+    }
+
+
+def retrieve_span_attributes(top_k: int, filter_text: str | None) -> dict[str, Any]:
+    """Attributes for a ``retrieve <store>`` span (the documents found are added when it ends)."""
+    attrs: dict[str, Any] = {"advisorchain.rag.top_k": top_k}
+    if filter_text is not None:
+        attrs["advisorchain.rag.filter"] = filter_text
+    return attrs
+
+
+def add_span_event(name: str, attributes: Mapping[str, Any]) -> None:
+    """An event on the current span (nothing when tracing is off)."""
+    if tracing_enabled():
+        trace.get_current_span().add_event(name, dict(attributes))

@@ -16,6 +16,7 @@ EXPECTED = {
     "memory_sqlite.py": "['user', 'assistant', 'user']",
     "streaming.py": "Let me check the clock. It is 14:05.",
     "mcp_tools.py": "Noon UTC is 21:00 in Asia/Tokyo.",
+    "rag_markdown.py": "recreate it [1].\n[1] errors.md",
 }
 
 

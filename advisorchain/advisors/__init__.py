@@ -16,8 +16,11 @@ from .api import (
     StreamAdvisorChain,
     ToolAdvisor,
 )
+from .compaction import ContextCompactionAdvisor
+from .history import HistoryReplacement
 from .logging import SimpleLoggerAdvisor
 from .memory import MessageChatMemoryAdvisor
+from .request_retry import RequestRetryAdvisor
 from .safeguard import SafeGuardAdvisor
 from .structured_output import StructuredOutputValidationAdvisor
 from .todo import TodoReminderAdvisor
@@ -32,9 +35,12 @@ __all__ = [
     "CallAdvisorChain",
     "ChatClientRequest",
     "ChatClientResponse",
+    "ContextCompactionAdvisor",
+    "HistoryReplacement",
     "MemoryAdvisor",
     "MessageChatMemoryAdvisor",
     "Ordered",
+    "RequestRetryAdvisor",
     "SafeGuardAdvisor",
     "SimpleLoggerAdvisor",
     "StreamAdvisor",

@@ -215,9 +215,15 @@ class AdvisorChain(Generic[A]):
 
 
 def _model_prompt(request: ChatClientRequest) -> Prompt:
-    """The prompt the model receives: format instructions (``entity``) join the last user message."""
-    fmt = request.context.get(AdvisorParams.OUTPUT_FORMAT)
-    return request.prompt.with_text_appended_to_last_user(str(fmt)) if fmt else request.prompt
+    """The prompt the model receives: the retrieval context (retrieval advisors), then the format
+    instructions (``entity``), join the last user message; the request's own prompt is unchanged."""
+    context = request.context
+    retrieved = context.get(AdvisorParams.RETRIEVAL_CONTEXT)
+    fmt = context.get(AdvisorParams.OUTPUT_FORMAT)
+    if not retrieved and not fmt:
+        return request.prompt
+    text = "\n".join(str(part) for part in (retrieved, fmt) if part)
+    return request.prompt.with_text_appended_to_last_user(text)
 
 
 class CallAdvisorChain(AdvisorChain[Advisor]):

@@ -5,7 +5,9 @@ and stores the user message and the final answer together, once the answer is co
 the loop (an order greater than the ToolCallingAdvisor's) it runs on every round and stores each
 round whole: the assistant tool-call message with its tool responses, then the final answer.
 ``conversation_turns`` (which the ChatClient runs every request in) keeps turns on one
-conversation from interleaving.
+conversation from interleaving. When an advisor inside the loop rewrote the history
+(``AdvisorParams.HISTORY_REPLACEMENTS``, e.g. a summary from ContextCompactionAdvisor), the
+rewrite is stored in place of what it replaced.
 """
 
 from __future__ import annotations
@@ -20,10 +22,12 @@ from typing import Any, ClassVar
 from .._checks import check_conversation_id
 from .._streams import closing
 from ..memory._lock import conversation_lock, lock_key
-from ..memory.api import ChatMemory, conversation_id_of
+from ..memory.api import AtomicChatMemoryRepository, ChatMemory, conversation_id_of
+from ..memory.window import MessageWindowChatMemory, apply_window
 from ..messages import AssistantMessage, Message, SystemMessage, ToolResponseMessage, UserMessage
 from ..model import ChatClientMessageAggregator, ChatClientRequest, ChatClientResponse, ChatResponse
 from .chain import CallAdvisorChain, StreamAdvisorChain
+from .history import HistoryReplacement, replace_history, replacements_in
 from .vocabulary import APPROVAL_REQUIRED, MEMORY_ORDER, AdvisorParams, MemoryAdvisor, check_order
 
 __all__ = ["MessageChatMemoryAdvisor", "conversation_turns"]
@@ -34,7 +38,8 @@ class MessageChatMemoryAdvisor(MemoryAdvisor):
 
     Before the model: loads the history of the request's conversation (request param
     ``ChatMemory.CONVERSATION_ID``, else ``conversation_id``), prepends it unless the prompt already
-    holds it (as one contiguous run) and moves system messages first.
+    holds it (as one contiguous run) and moves system messages first; the advisors after it find
+    the conversation's id under ``ChatMemory.CONVERSATION_ID`` in the request context.
 
     Nothing half-done is stored. Outside the tool loop the user message and the answer are stored
     together, once the answer is complete; a failed, cancelled or abandoned call stores nothing.
@@ -44,6 +49,14 @@ class MessageChatMemoryAdvisor(MemoryAdvisor):
     go first, then the oldest rounds of this turn. Through a ``ChatClient``, turns on one
     conversation never interleave (see ``conversation_turns``). Memory is read and written
     without blocking the event loop.
+
+    A history rewrite that an advisor inside the tool loop hands back
+    (``AdvisorParams.HISTORY_REPLACEMENTS``, e.g. ContextCompactionAdvisor's summary) is stored in
+    place of the messages it replaced, together with what is stored next (outside the loop: with
+    the exchange, once it is complete; inside: at once, the round still waiting for its tool
+    responses excepted), and later rounds build on it. The rewrite is one atomic update for a
+    ``MessageWindowChatMemory`` on the shipped repositories; another ``ChatMemory`` is rewritten
+    with ``clear`` and ``add`` (under the turn lock).
 
     >>> memory = MessageWindowChatMemory(SQLiteChatMemoryRepository("chat.db"))
     >>> client = ChatClient(model, default_advisors=[MessageChatMemoryAdvisor(memory)])
@@ -127,7 +140,10 @@ class MessageChatMemoryAdvisor(MemoryAdvisor):
             instructions = await self._first_round(request, turn)
         else:
             instructions = await self._next_round(request, turn)
-        return request.copy(prompt=request.prompt.copy(instructions=instructions)), turn
+        context = request.context
+        if ChatMemory.CONVERSATION_ID not in context:  # name it for the advisors after this one
+            context = {**context, ChatMemory.CONVERSATION_ID: conversation_id}
+        return request.copy(prompt=request.prompt.copy(instructions=instructions), context=context), turn
 
     async def _first_round(self, request: ChatClientRequest, turn: _Turn) -> list[Message]:
         turn.restart()
@@ -171,6 +187,10 @@ class MessageChatMemoryAdvisor(MemoryAdvisor):
             turn.unstored = turn.unstored if turn.inside else []
             return
         answers: list[Message] = [g.output for g in response.generations]
+        replacements = replacements_in(context) if context is not None else ()
+        if turn.inside and replacements:  # the round was sent a rewritten history: build on it
+            _replace_in_turn(turn, replacements)
+            await self._store(turn, [], replacements, unstored=False)
         if not turn.inside and context is not None:
             if _still_waiting(turn, response, answers):
                 return  # a resume without decisions ended where it was: that round is stored already
@@ -184,12 +204,24 @@ class MessageChatMemoryAdvisor(MemoryAdvisor):
             return
         if turn.inside:
             turn.messages.extend(answers)
-        await self._store(turn, answers)
+        await self._store(turn, answers, () if turn.inside else replacements)
 
-    async def _store(self, turn: _Turn, answers: list[Message]) -> None:
-        messages = [*turn.unstored, *answers]
-        turn.unstored = []
-        if messages:
+    async def _store(
+        self,
+        turn: _Turn,
+        answers: list[Message],
+        replacements: Sequence[HistoryReplacement] = (),
+        *,
+        unstored: bool = True,
+    ) -> None:
+        """Store what waits and ``answers`` (with ``unstored=False``: nothing new), with the stored
+        messages that ``replacements`` replaced replaced, in one write."""
+        messages = [*turn.unstored, *answers] if unstored else []
+        if unstored:
+            turn.unstored = []
+        if replacements:
+            await _rewrite(self.chat_memory, turn.conversation_id, replacements, messages)
+        elif messages:
             await _add(self.chat_memory, turn.conversation_id, messages)
 
     async def _finish(self, turn: _Turn) -> None:
@@ -259,6 +291,17 @@ class _Turn:
 
     def restart(self) -> None:
         self.older, self.messages, self.unstored = None, [], []
+
+
+def _replace_in_turn(turn: _Turn, replacements: Sequence[HistoryReplacement]) -> None:
+    """Apply a history rewrite to the turn as this advisor holds it: later rounds are sent the
+    rewritten history, and a replaced message that was not stored yet never will be."""
+    question = turn.messages[0] if turn.messages else None
+    whole = replace_history([*(turn.older or []), *turn.messages], replacements)
+    split = next((i for i, m in enumerate(whole) if m is question), len(whole))
+    turn.older, turn.messages = whole[:split], whole[split:]
+    gone = {id(m) for r in replacements for m in r.replaced}
+    turn.unstored = [m for m in turn.unstored if id(m) not in gone]
 
 
 def _still_waiting(turn: _Turn, response: ChatResponse, answers: Sequence[Message]) -> bool:
@@ -359,6 +402,37 @@ async def _get(memory: ChatMemory, conversation_id: str) -> list[Message]:
     if aget is not None:
         return list(await aget(conversation_id))
     return await asyncio.to_thread(memory.get, conversation_id)
+
+
+async def _rewrite(
+    memory: ChatMemory,
+    conversation_id: str,
+    replacements: Sequence[HistoryReplacement],
+    messages: list[Message],
+) -> None:
+    """Store the conversation with ``replacements`` applied to it (stored messages are found by
+    equality) and ``messages`` appended: one atomic update on a window memory whose repository can
+    update; otherwise read, ``clear`` and ``add`` (the turn lock keeps other turns out)."""
+
+    def change(stored: Sequence[Message]) -> list[Message]:
+        return [*replace_history(stored, replacements), *messages]
+
+    if isinstance(memory, MessageWindowChatMemory) and isinstance(
+        memory.repository, AtomicChatMemoryRepository
+    ):
+        repository, size = memory.repository, memory.max_messages
+        await asyncio.to_thread(
+            repository.update, conversation_id, lambda stored: apply_window([], change(stored), size)
+        )
+        return
+    rewritten = change(await _get(memory, conversation_id))
+    clear = getattr(memory, "aclear", None)
+    if clear is not None:
+        await clear(conversation_id)
+    else:
+        await asyncio.to_thread(memory.clear, conversation_id)
+    if rewritten:
+        await _add(memory, conversation_id, rewritten)
 
 
 async def _add(memory: ChatMemory, conversation_id: str, messages: list[Message]) -> None:

@@ -33,6 +33,7 @@ from ..tools.approvals import Decision, Denied
 from ..tools.manager import ToolCallingManager, ToolCallingManagerProtocol, ToolExecutionResult
 from . import approval
 from .chain import CallAdvisorChain, StreamAdvisorChain, checked_request, checked_response
+from .history import HistoryReplacement, replace_history, replacements_in
 from .vocabulary import TOOL_CALLING_ORDER, AdvisorParams, ToolAdvisor, check_order
 
 __all__ = ["ToolCallingAdvisor"]
@@ -44,13 +45,15 @@ def _default_eligibility(response: ChatResponse | None) -> bool:
 
 @dataclass(slots=True)
 class _Loop:
-    """The state of one loop: the full history the manager sees, rounds run, usage per round, and
-    how many rounds in a row had only unparsable tool arguments."""
+    """The state of one loop: the full history the manager sees, rounds run, usage per round, how
+    many rounds in a row had only unparsable tool arguments, and the history replacements that
+    advisors inside the loop made (handed on in the final response)."""
 
     history: tuple[Message, ...] | None = None
     iteration: int = 0
     usages: list[Usage | None] = field(default_factory=list)
     malformed_rounds: int = 0
+    replacements: list[HistoryReplacement] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,6 +159,8 @@ class ToolCallingAdvisor(ToolAdvisor):
             else:
                 for chunk in [step.response] if step.synthetic else _final_chunks(held, step.response):
                     yield chunk
+                if not held and not step.synthetic and loop.replacements:
+                    yield ChatClientResponse(None, step.response.context)  # context-only (§3)
             await self._finalize(step.response, chain)
             return
 
@@ -164,7 +169,20 @@ class ToolCallingAdvisor(ToolAdvisor):
     async def _after_round(
         self, loop: _Loop, request: ChatClientRequest, response: ChatClientResponse
     ) -> ChatClientRequest | _Stop:
-        """Execute the round's tool calls and return the next request, or the loop's end."""
+        """Execute the round's tool calls and return the next request, or the loop's end (whose
+        context hands on every history replacement of the loop)."""
+        request = _with_replacements(loop, request, response)
+        step = await self._decide_round(loop, request, response)
+        if isinstance(step, _Stop) and loop.replacements:
+            every = {AdvisorParams.HISTORY_REPLACEMENTS: tuple(loop.replacements)}
+            return dataclasses.replace(
+                step, response=step.response.copy(context={**step.response.context, **every})
+            )
+        return step
+
+    async def _decide_round(
+        self, loop: _Loop, request: ChatClientRequest, response: ChatClientResponse
+    ) -> ChatClientRequest | _Stop:
         loop.iteration += 1
         chat = response.chat_response
         loop.usages.append(chat.metadata.usage if chat is not None else None)
@@ -216,10 +234,9 @@ class ToolCallingAdvisor(ToolAdvisor):
                 f"advisor {self.name!r} returned {messages!r} from do_get_next_instructions_for_tool_call; "
                 "return the list of messages for the next round"
             )
-        return request.copy(
-            prompt=request.prompt.copy(instructions=tuple(messages)),
-            context={**request.context, **response.context},
-        )
+        context = {**request.context, **response.context}
+        context.pop(AdvisorParams.HISTORY_REPLACEMENTS, None)  # applied once, in this round
+        return request.copy(prompt=request.prompt.copy(instructions=tuple(messages)), context=context)
 
     async def _run_round(
         self, prompt: Prompt, chat: ChatResponse, decisions: Mapping[str, Decision] | None
@@ -397,6 +414,22 @@ class ToolCallingAdvisor(ToolAdvisor):
         return messages
 
 
+def _with_replacements(
+    loop: _Loop, request: ChatClientRequest, response: ChatClientResponse
+) -> ChatClientRequest:
+    """``request`` with the history replacements an advisor inside the loop made in this round
+    (``AdvisorParams.HISTORY_REPLACEMENTS``) applied, and the loop's full history likewise: the
+    loop continues from the rewritten history."""
+    made = replacements_in(response.context)
+    if not made:
+        return request
+    loop.replacements.extend(made)
+    if loop.history is not None:
+        loop.history = tuple(replace_history(loop.history, made))
+    instructions = replace_history(request.prompt.instructions, made)
+    return request.copy(prompt=request.prompt.copy(instructions=instructions))
+
+
 # -- stream helpers --------------------------------------------------------------------------------
 
 
@@ -448,11 +481,15 @@ def _is_json(text: str) -> bool:
 
 
 def _final_chunks(held: list[ChatClientResponse], final: ChatClientResponse) -> list[ChatClientResponse]:
-    """The held chunks of the last round, whole; the last carries the loop's total usage."""
+    """The held chunks of the last round, whole; the last carries the loop's total usage (and the
+    loop's history replacements, when advisors inside it made any)."""
     if not held:
         return []
     last = held[-1]
     usage = final.chat_response.metadata.usage if final.chat_response is not None else None
     if last.chat_response is not None and usage is not None:
         last = last.copy(chat_response=last.chat_response.with_usage(usage))
+    replacements = final.context.get(AdvisorParams.HISTORY_REPLACEMENTS)
+    if replacements:
+        last = last.copy(context={**last.context, AdvisorParams.HISTORY_REPLACEMENTS: replacements})
     return [*held[:-1], last]

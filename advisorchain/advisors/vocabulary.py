@@ -38,6 +38,10 @@ REMINDER_ORDER = TOOL_CALLING_ORDER + 100
 """TodoReminderAdvisor: inside the loop."""
 STRUCTURED_OUTPUT_ORDER = Ordered.LOWEST_PRECEDENCE - 2000
 """StructuredOutputValidationAdvisor: late, so each final answer of the loop is validated."""
+COMPACTION_ORDER = TOOL_CALLING_ORDER + 50
+"""ContextCompactionAdvisor: inside the loop, so it sees every round."""
+REQUEST_RETRY_ORDER = Ordered.LOWEST_PRECEDENCE - 1000
+"""RequestRetryAdvisor: inside the loop, so each model call is retried on its own."""
 DEFAULT_ORDER = 0
 """Advisors that name no order (BaseAdvisor, SimpleLoggerAdvisor, SafeGuardAdvisor)."""
 
@@ -98,11 +102,22 @@ class AdvisorParams:
     RETRIEVED_DOCUMENTS: ClassVar[str] = "advisorchain.retrieved_documents"
     """The documents a retrieval advisor found for the request (a tuple of ``Document``, best first)."""
 
+    RETRIEVAL_CONTEXT: ClassVar[str] = "advisorchain.retrieval_context"
+    """The context text a retrieval advisor wrote for the request (numbered documents); the model
+    link appends it to the last user message at each model call, before the format instructions."""
+
     CITATIONS: ClassVar[str] = "advisorchain.citations"
     """In a response's context: the retrieved documents the answer cites (a tuple of ``Citation``)."""
 
     RUN_USAGE: ClassVar[str] = "advisorchain.run_usage"
     """In every response's context: the run's totals so far (a ``RunUsage``)."""
+
+    HISTORY_REPLACEMENTS: ClassVar[str] = "advisorchain.history_replacements"
+    """In a response's context: how an advisor inside the tool loop rewrote the round's history (a
+    tuple of ``HistoryReplacement``, oldest first). The ToolCallingAdvisor continues the loop from
+    the history with them applied and hands every replacement of the loop on in its final
+    response's context; a MessageChatMemoryAdvisor stores the replacement in place of what it
+    replaced (see ``advisorchain.advisors.history``)."""
 
 
 class ToolAdvisor:

@@ -1,0 +1,35 @@
+"""The portable filter language: one parser, frozen nodes, and one backend per store (the Python
+evaluator for in-memory stores, a SQL translator per database)."""
+
+from .evaluator import kind_of, matches
+from .nodes import And, Comparison, Filter, Membership, Not, NullCheck, Or, Scalar, parse_filter
+from .parser import FilterSyntaxError
+from .sql import SqlFilterTranslator, SQLiteFilterTranslator
+
+__all__ = [
+    "And",
+    "Comparison",
+    "Filter",
+    "FilterSyntaxError",
+    "Membership",
+    "Not",
+    "NullCheck",
+    "Or",
+    "SQLiteFilterTranslator",
+    "Scalar",
+    "SqlFilterTranslator",
+    "as_filter",
+    "kind_of",
+    "matches",
+    "parse_filter",
+]
+
+
+def as_filter(value: str | Filter | None) -> Filter | None:
+    """A filter from its text or builder form (None stays None); text that does not parse raises
+    ``FilterSyntaxError``, a ValueError naming the position."""
+    if value is None or isinstance(value, Filter):
+        return value
+    if isinstance(value, str):
+        return parse_filter(value)
+    raise TypeError(f"a filter must be a str, a Filter or None, got {value!r}")

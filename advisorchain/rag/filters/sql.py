@@ -1,0 +1,135 @@
+"""The filter language translated to SQL: one translator per database, walking the same nodes.
+
+Every value — literals and metadata keys alike — is bound as a parameter, never spliced into the SQL.
+A translated predicate is never SQL NULL (each test is wrapped in ``coalesce(..., 0)``), so ``not``
+keeps two-valued logic and the truth table of ``evaluator`` holds in every database.
+
+A backend subclasses ``SqlFilterTranslator`` and says how to test a key's kind and read its value;
+``SQLiteFilterTranslator`` reads the JSON metadata column with ``json_type``/``json_extract``.
+"""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar
+
+from .evaluator import kind_of
+from .nodes import And, Comparison, Filter, Membership, Not, NullCheck, Or, Scalar
+
+__all__ = ["SQLiteFilterTranslator", "SqlFilterTranslator"]
+
+
+class SqlFilterTranslator(ABC):
+    """Turns a filter into ``(sql, params)``: a boolean SQL expression over one row's metadata.
+
+    Subclasses give ``kind_test`` (the key holds a value of a kind), ``value_of`` (the key's value
+    as a comparable SQL value), ``null_test`` (missing or None) and ``literal`` (a literal as bound).
+    """
+
+    placeholder: ClassVar[str] = "?"
+
+    def translate(self, node: Filter) -> tuple[str, list[Any]]:
+        """The SQL expression for ``node`` and its parameters, in order."""
+        params: list[Any] = []
+        return self._node(node, params), params
+
+    def _node(self, node: Filter, params: list[Any]) -> str:
+        if isinstance(node, Comparison):
+            if node.op == "!=":
+                return f"NOT {self._compare(node.key, '=', node.value, params)}"
+            op = "=" if node.op == "==" else node.op
+            return self._compare(node.key, op, node.value, params)
+        if isinstance(node, Membership):
+            sql = self._membership(node, params)
+            return f"NOT {sql}" if node.negated else sql
+        if isinstance(node, NullCheck):
+            sql = self.null_test(node.key, params)
+            return f"NOT {sql}" if node.negated else sql
+        if isinstance(node, And):
+            return f"({self._node(node.left, params)} AND {self._node(node.right, params)})"
+        if isinstance(node, Or):
+            return f"({self._node(node.left, params)} OR {self._node(node.right, params)})"
+        if isinstance(node, Not):
+            return f"NOT {self._node(node.operand, params)}"
+        raise TypeError(f"not a filter node: {node!r}")
+
+    def _compare(self, key: str, op: str, literal: Scalar, params: list[Any]) -> str:
+        kind = kind_of(literal)
+        assert kind is not None
+        test = self.kind_test(key, kind, params)
+        value = self.value_of(key, kind, params)
+        params.append(self.literal(literal))
+        return f"coalesce(({test} AND {value} {op} {self.placeholder}), 0)"
+
+    def _membership(self, node: Membership, params: list[Any]) -> str:
+        groups: dict[str, list[Scalar]] = {}
+        for v in node.values:
+            kind = kind_of(v)
+            assert kind is not None
+            groups.setdefault(kind, []).append(v)
+        if not groups:
+            return "0"
+        tests = []
+        for kind, values in groups.items():
+            test = self.kind_test(node.key, kind, params)
+            value = self.value_of(node.key, kind, params)
+            params.extend(self.literal(v) for v in values)
+            marks = ", ".join(self.placeholder for _ in values)
+            tests.append(f"coalesce(({test} AND {value} IN ({marks})), 0)")
+        return tests[0] if len(tests) == 1 else "(" + " OR ".join(tests) + ")"
+
+    # -- what a backend says ---------------------------------------------------------------------
+
+    @abstractmethod
+    def kind_test(self, key: str, kind: str, params: list[Any]) -> str:
+        """SQL true when ``key`` holds a value of ``kind`` ("string", "number", "boolean"); it may be
+        SQL NULL for a missing key (the caller coalesces)."""
+
+    @abstractmethod
+    def value_of(self, key: str, kind: str, params: list[Any]) -> str:
+        """SQL for the value ``key`` holds, comparable with a bound literal of ``kind``."""
+
+    @abstractmethod
+    def null_test(self, key: str, params: list[Any]) -> str:
+        """SQL true when ``key`` is missing or holds null, false otherwise (never SQL NULL)."""
+
+    def literal(self, value: Scalar) -> Any:
+        """``value`` as bound to a parameter."""
+        return value
+
+
+class SQLiteFilterTranslator(SqlFilterTranslator):
+    """Filters over a JSON metadata column in SQLite (``json_type`` / ``json_extract``, the key's
+    JSON path bound as a parameter)."""
+
+    _KINDS: ClassVar[dict[str, str]] = {
+        "string": "IN ('text')",
+        "number": "IN ('integer', 'real')",
+        "boolean": "IN ('true', 'false')",
+    }
+
+    def __init__(self, column: str = "metadata") -> None:
+        self.column = column
+
+    @staticmethod
+    def path(key: str) -> str:
+        """The JSON path naming one flat key (dots, quotes and all kept literally)."""
+        return "$." + json.dumps(key)
+
+    def kind_test(self, key: str, kind: str, params: list[Any]) -> str:
+        params.append(self.path(key))
+        return f"json_type({self.column}, ?) {self._KINDS[kind]}"
+
+    def value_of(self, key: str, kind: str, params: list[Any]) -> str:
+        params.append(self.path(key))
+        return f"json_extract({self.column}, ?)"
+
+    def null_test(self, key: str, params: list[Any]) -> str:
+        params.append(self.path(key))
+        return f"(coalesce(json_type({self.column}, ?), 'null') = 'null')"
+
+    def literal(self, value: Scalar) -> Any:
+        if isinstance(value, bool):
+            return int(value)  # json_extract gives true/false as 1/0
+        return value
