@@ -35,6 +35,7 @@ _SECTIONS = {
     "ToolCallingManager ToolExecutionResult Approved Denied",
     "advisorchain.memory": "ChatMemory ChatMemoryRepository MessageWindowChatMemory InMemoryChatMemoryRepository "
     "SQLiteChatMemoryRepository PostgresChatMemoryRepository RedisChatMemoryRepository",
+    "advisorchain.memory.entries": "StoredEntry EntryChatMemoryRepository read_entries drop_unreadable",
     "advisorchain.models.openai": "OpenAIChatModel OpenAIResponsesChatModel",
     "advisorchain.models.anthropic": "AnthropicChatModel",
     "advisorchain.testing": "FunctionChatModel ScriptedChatModel forbid_model_requests no_model_requests",

@@ -26,6 +26,7 @@ from ..evaluation.api import EvaluatorLike
 from ..evaluation.cases import EvaluationReport
 from ..messages import AssistantMessage
 from ..model import ChatModel, Prompt
+from ._options import AgentOptions, agent_options
 from ._setup import build_model, load_tools, mcp_servers, parse_model
 
 __all__ = ["DEMO_NOTICE", "demo_eval_model", "eval_command", "load_cases"]
@@ -175,15 +176,11 @@ async def _close_model(model: object) -> None:
 
 @click.command("eval")
 @click.argument("cases_file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option(
-    "-m", "--model", help="provider:name of the agent's model (default: the scripted demo model, offline)."
+@agent_options(
+    model_default=None,
+    model_help="provider:name of the agent's model (default: the scripted demo model, offline).",
+    memory=False,
 )
-@click.option("--base-url", help="Any OpenAI-compatible (or Anthropic-compatible) server for --model.")
-@click.option("--system", help="A system message for the agent.")
-@click.option("--tools", "tools", multiple=True, metavar="MODULE:OBJECT", help="Tools to offer (repeatable).")
-@click.option("--mcp", "mcp", multiple=True, metavar='"COMMAND ARGS"', help="An MCP server over stdio.")
-@click.option("--mcp-url", "mcp_url", multiple=True, metavar="URL", help="An MCP server over HTTP.")
-@click.option("-y", "--yes", "approve_all", is_flag=True, help="Approve every tool call that needs approval.")
 @click.option("--judge", metavar="MODEL", help="provider:name of an LLM judge that rates every answer.")
 @click.option("--judge-base-url", metavar="URL", help="The server of --judge, when not the provider's own.")
 @click.option(
@@ -205,13 +202,7 @@ async def _close_model(model: object) -> None:
 @click.option("--debug", is_flag=True, help="Show the traceback of a failure.")
 def eval_command(
     cases_file: Path,
-    model: str | None,
-    base_url: str | None,
-    system: str | None,
-    tools: tuple[str, ...],
-    mcp: tuple[str, ...],
-    mcp_url: tuple[str, ...],
-    approve_all: bool,
+    agent: AgentOptions,
     judge: str | None,
     judge_base_url: str | None,
     match: Literal["contains", "exact"],
@@ -223,23 +214,25 @@ def eval_command(
     the agent, judge the answers, print the table; exit 1 when any case failed."""
     cases = load_cases(cases_file)
     err = Console(stderr=True, highlight=False, soft_wrap=True)
-    if model is None:
-        if base_url is not None:
+    model = agent.model
+    if model.model is None:
+        if model.base_url is not None:
             raise click.UsageError("--base-url needs --model, e.g. --model openai:llama3.2")
         err.print(DEMO_NOTICE, style="dim", markup=False)
         llm = demo_eval_model()
     else:
-        llm = build_model(*parse_model(model), base_url)
+        llm = build_model(*parse_model(model.model), model.base_url, model.timeout)
     judge_model = None
     if judge is not None:
         provider, name = parse_model(judge)
-        judge_model = build_model(provider, name, judge_base_url)
+        judge_model = build_model(provider, name, judge_base_url, model.timeout)
     elif judge_base_url is not None:
         raise click.UsageError("--judge-base-url needs --judge, e.g. --judge openai:gpt-4o-mini")
     evaluators: list[EvaluatorLike] = [ExpectedAnswerEvaluator(match)]
     if judge_model is not None:
         evaluators.append(LLMJudgeEvaluator(judge_model))
-    run = _Run(llm, system, load_tools(tools), mcp_servers(mcp, mcp_url), approve_all, judge_model)
+    servers = mcp_servers(agent.mcp, agent.mcp_url)
+    run = _Run(llm, agent.system, load_tools(agent.tools), servers, agent.approve_all, judge_model)
     report = asyncio.run(run.evaluate(cases, evaluators, concurrency))
     report.print()
     if json_out is not None:
