@@ -34,6 +34,7 @@ from ._setup import (
     parse_model,
 )
 from .evals import eval_command
+from .web import web_command
 
 __all__ = ["app", "main"]
 
@@ -124,6 +125,7 @@ def app(debug: bool) -> None:
 
 
 app.add_command(eval_command)
+app.add_command(web_command)
 
 
 # -- chat ----------------------------------------------------------------------------------------
