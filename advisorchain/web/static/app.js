@@ -13,6 +13,7 @@ const state = {
   pending: [], // tool calls the open conversation waits on
   version: -1,
   info: null,
+  confirming: null, // the conversation whose delete button waits for its second click
 };
 
 // -- small helpers ---------------------------------------------------------------------------
@@ -129,17 +130,26 @@ function conversationItem(c) {
     "aria-label": `delete conversation ${c.title || c.id}`,
     text: "×",
   });
+  if (state.confirming === c.id) {
+    remove.classList.add("confirm");
+    remove.textContent = "delete?";
+  }
   remove.addEventListener("click", async (event) => {
     event.stopPropagation();
-    if (!remove.classList.contains("confirm")) {
+    if (state.confirming !== c.id) {
+      // a second click deletes; the list may be redrawn in between, so the page remembers which
+      state.confirming = c.id;
       remove.classList.add("confirm");
       remove.textContent = "delete?";
       setTimeout(() => {
+        if (state.confirming !== c.id) return;
+        state.confirming = null;
         remove.classList.remove("confirm");
         remove.textContent = "×";
       }, 4000);
       return;
     }
+    state.confirming = null;
     try {
       await api("DELETE", conversationPath(c.id));
       if (c.id === state.conversation) startNew();
