@@ -174,6 +174,9 @@ def _listen(host: str, port: int) -> socket.socket:
     sock = socket.socket(family, kind, proto)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        # Each event of a turn is a small write: without this, Nagle holds it until the reader's
+        # delayed ACK (about 40 ms) arrives. Accepted connections inherit the option.
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.bind(address)
         sock.listen(128)
     except OSError as exc:

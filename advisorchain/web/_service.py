@@ -216,16 +216,30 @@ class WebService:
             raise Refused(400, f"no decision for {_calls(missing)}: approve or deny every pending call")
         return messages
 
-    async def turn_events(self, conversation_id: str, turn: TurnRequest) -> AsyncIterator[tuple[str, Any]]:
-        """The events of one turn, as they happen: ``queued`` (another turn on this conversation
-        runs first), ``run``, ``text``, ``tool``, ``approval``, ``done`` or ``error``, ``trace``.
+    async def turn_events(
+        self, conversation_id: str, turn: TurnRequest
+    ) -> AsyncIterator[list[tuple[str, Any]]]:
+        """The events of one turn, as they happen, in batches (each batch holds what is ready when
+        the reader asks: one event while a model streams at reading speed, many when it is faster):
+        ``queued`` (another turn on this conversation runs first), ``run``, ``text``, ``tool``,
+        ``approval``, ``done`` or ``error``, ``trace``.
 
         Closing the iterator early cancels the turn (memory stores nothing of it)."""
         queue: asyncio.Queue[tuple[str, Any] | None] = asyncio.Queue()
         task = asyncio.create_task(self._produce(conversation_id, turn, queue))
         try:
-            while (item := await queue.get()) is not None:
-                yield item
+            ended = False
+            while not ended:
+                batch: list[tuple[str, Any]] = []
+                item = await queue.get()
+                while item is not None:
+                    batch.append(item)
+                    if queue.empty():
+                        break
+                    item = queue.get_nowait()
+                ended = item is None
+                if batch:
+                    yield batch
         finally:
             if not task.done():
                 task.cancel()

@@ -242,7 +242,7 @@ class _EventStream(Response):
 
     media_type = "text/event-stream"
 
-    def __init__(self, events: AsyncIterator[tuple[str, Any]]) -> None:
+    def __init__(self, events: AsyncIterator[list[tuple[str, Any]]]) -> None:
         self._events = events
         self.status_code = 200
         self.background = None
@@ -264,16 +264,18 @@ class _EventStream(Response):
     async def _pump(self, send: Send) -> None:
         try:
             await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
-            async for name, data in self._events:
-                frame = (
-                    f"event: {name}\ndata: {json.dumps(data, ensure_ascii=False, separators=(',', ':'))}\n\n"
-                )
-                await send({"type": "http.response.body", "body": frame.encode(), "more_body": True})
+            async for batch in self._events:  # what is ready goes out in one write
+                frames = "".join(f"event: {name}\ndata: {_dumps(data)}\n\n" for name, data in batch)
+                await send({"type": "http.response.body", "body": frames.encode(), "more_body": True})
             await send({"type": "http.response.body", "body": b"", "more_body": False})
         except OSError:
             pass  # the reader went away while we wrote
         finally:
             await self._events.aclose()  # type: ignore[attr-defined]
+
+
+def _dumps(data: Any) -> str:
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
 
 
 async def _disconnected(receive: Receive) -> None:

@@ -186,3 +186,12 @@ def test_any_body_is_a_turn_or_a_refusal_with_one_line(body: Any) -> None:
     else:
         assert isinstance(turn, TurnRequest)
         assert (turn.text is None) != (turn.approvals is None)
+
+
+def test_importing_the_package_loads_no_web_server() -> None:
+    import subprocess
+    import sys
+
+    code = "import sys, advisorchain, advisorchain.cli; print(sorted({'starlette', 'uvicorn'} & set(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

@@ -121,6 +121,7 @@ class Served:
 def serve(app: Any) -> Iterator[Served]:
     """Serve ``app`` on a free loopback port in a thread until the block ends."""
     sock = socket.socket()
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # as advisorchain web does
     sock.bind(("127.0.0.1", 0))
     sock.listen(64)
     server = uvicorn.Server(
