@@ -19,6 +19,11 @@ from ..testing import FunctionChatModel, stream_chunks
 from ..tools import tool
 from .demo import CITY_WEATHER, PLACES
 
+PLACES_BY_CITY = {
+    "lisbon": PLACES,
+    "porto": {"museum": ["Serralves", "Museu Nacional Soares dos Reis"], "food": ["Mercado do Bolhão"]},
+}
+
 __all__ = ["EXAMPLES", "demo_tools", "web_demo_model"]
 
 EXAMPLES = (
@@ -44,7 +49,7 @@ def get_weather(city: str) -> str:
 @tool
 def find_places(city: str, kind: str) -> list[str]:
     """Places of a kind (museum, food) in a city."""
-    return PLACES.get(kind, [])
+    return PLACES_BY_CITY.get(city.lower(), {}).get(kind, [])
 
 
 @tool(requires_approval=True)
@@ -88,12 +93,18 @@ def _turn(prompt: Prompt) -> tuple[str, list[ToolResponseMessage]]:
     return question, responses
 
 
+_BOOKING = ("book", "reserve", "table", "approv")
+
+
 def _first_call(question: str) -> AssistantMessage:
+    """What the model asks for first: a booking (needs approval), a flight (fails), the weather
+    (and museums, to plan a day), or nothing it knows (it says what it can do)."""
     q = question.lower()
-    if any(word in q for word in ("book", "reserve", "table")):
+    if any(word in q for word in _BOOKING):
         place = "Time Out Market"
-        for places in PLACES.values():
-            place = next((p for p in places if p.lower() in q), place)
+        for kinds in PLACES_BY_CITY.values():
+            for places in kinds.values():
+                place = next((p for p in places if p.lower() in q), place)
         call = ToolCall("book-1", "book_table", json.dumps({"place": place, "time": "19:30"}))
         return AssistantMessage(
             f"I'll book {place} for 19:30 — that tool asks for your approval first.", [call]
@@ -102,20 +113,32 @@ def _first_call(question: str) -> AssistantMessage:
         number = re.search(r"\b([a-z]{2}\s?\d{2,4})\b", q)
         code = number.group(1).upper().replace(" ", "") if number else "TP123"
         return AssistantMessage(None, [ToolCall("flight-1", "flight_status", json.dumps({"number": code}))])
-    city = next((c for c in CITY_WEATHER if c in q), None)
-    if city is not None:
-        name = city.title()
-        return AssistantMessage(
-            f"Let me check the weather in {name} and find a museum.",
-            [
-                ToolCall("weather-1", "get_weather", json.dumps({"city": name})),
-                ToolCall("places-1", "find_places", json.dumps({"city": name, "kind": "museum"})),
-            ],
-        )
-    return AssistantMessage(HELP)
+    city = _city(question)
+    if city is None:
+        return AssistantMessage(HELP)
+    calls = [ToolCall("weather-1", "get_weather", json.dumps({"city": city}))]
+    if city.lower() in PLACES_BY_CITY and (
+        "weather" not in q or re.search(r"\b(plan|museums?|visit|day)\b", q)
+    ):
+        calls.append(ToolCall("places-1", "find_places", json.dumps({"city": city, "kind": "museum"})))
+    what = "the weather" if len(calls) == 1 else "the weather and find a museum"
+    return AssistantMessage(f"Let me check {what} in {city}.", calls)
 
 
-def _answer(responses: list[ToolResponseMessage]) -> str:
+def _city(question: str) -> str | None:
+    """A city the question names: one the demo knows, else a capitalised word after "in" or "for"
+    when it asks about the weather or a day's plan."""
+    q = question.lower()
+    known = next((c for c in CITY_WEATHER if c in q), None)
+    if known is not None:
+        return known.title()
+    if not any(word in q for word in ("weather", "plan", "visit")):
+        return None
+    named = re.search(r"\b(?:in|for|to)\s+([A-Z][\w-]+(?:\s+[A-Z][\w-]+)?)", question)
+    return named.group(1) if named else None
+
+
+def _answer(prompt: Prompt, responses: list[ToolResponseMessage]) -> str:
     results = {r.name: r.response_data for m in responses for r in m.responses}
     if "book_table" in results:
         text = results["book_table"]
@@ -126,14 +149,31 @@ def _answer(responses: list[ToolResponseMessage]) -> str:
     if "flight_status" in results:
         return f"I could not check the flight: {results['flight_status'].removeprefix('Error: ')}"
     weather = results.get("get_weather", "unknown")
-    places = json.loads(results.get("find_places", "[]") or "[]")
+    if weather == "unknown":
+        city = _asked_city(prompt)
+        return (
+            f"I don't know the weather in {city}: the demo's weather tool knows only Lisbon and Porto. "
+            "Try “Plan a day in Lisbon”."
+        )
+    if "find_places" not in results:
+        return f"The weather is {weather}."
+    places = json.loads(results["find_places"] or "[]")
     museums = " or ".join(places) if places else "no museum I know of"
     return f"The weather is {weather}. For the afternoon: {museums}. Enjoy the day!"
 
 
+def _asked_city(prompt: Prompt) -> str:
+    """The city of the turn's ``get_weather`` call."""
+    for message in reversed(prompt.instructions):
+        for call in getattr(message, "tool_calls", ()):
+            if call.name == "get_weather":
+                return str(json.loads(call.arguments).get("city", "that city"))
+    return "that city"
+
+
 def _reply(prompt: Prompt) -> ChatResponse:
     question, responses = _turn(prompt)
-    message = _first_call(question) if not responses else AssistantMessage(_answer(responses))
+    message = _first_call(question) if not responses else AssistantMessage(_answer(prompt, responses))
     used = Usage(
         sum(_words_of(m) for m in prompt.instructions),
         _words(message.text) + sum(_words(c.arguments) for c in message.tool_calls),
@@ -155,6 +195,8 @@ class WebDemoModel(FunctionChatModel):
     """The scripted model of the web demo (see the module docstring)."""
 
     model_name = "scripted-demo"
+    examples = EXAMPLES
+    """Questions it answers with its tools (the page offers them)."""
 
     def __init__(self) -> None:
         super().__init__(_reply, _stream)

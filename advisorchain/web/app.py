@@ -208,7 +208,8 @@ class _Routes:
 
 
 def model_info(service: WebService) -> dict[str, Any]:
-    """What the page says about the agent: its model (and whether it is a scripted one), its tools."""
+    """What the page says about the agent: its model (whether it is a scripted one, and the questions
+    it suggests when it has ``examples``), its system text, its tools."""
     model = service.client.model
     provider = getattr(model, "provider", None)
     name = getattr(model, "model_name", None)
@@ -222,9 +223,11 @@ def model_info(service: WebService) -> dict[str, Any]:
         }
         for t in service.tools().values()
     ]
+    examples = getattr(model, "examples", ())
     return {
         "model": label,
         "scripted": scripted,
+        "examples": [e for e in examples if isinstance(e, str)] if isinstance(examples, list | tuple) else [],
         "notice": (
             "A scripted model plays the LLM here: offline, no key, no real answers. "
             "Start advisorchain web --model provider:name (e.g. openai:gpt-4o-mini) for a real one."

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from web_helpers import TOKEN, Running, agent, serve, web
+from web_helpers import TOKEN, Running, agent, serve, wait_for, web
 
 from advisorchain import ModelError
 from advisorchain.testing import ScriptedChatModel
@@ -243,3 +243,28 @@ def test_conversations_are_started_and_deleted_from_the_list(page: Any, demo: Ru
     item.locator("button.delete").click()
     expect(page.locator("#conversation-title")).to_have_text("New conversation")
     expect(page.locator("#conversations li", has_text="Plan a day in Porto for deletion")).to_have_count(0)
+
+
+def test_the_demo_offers_questions_to_start_with(page: Any, demo: Running) -> None:
+    _open(page, demo.url)
+    page.locator("#new-conversation").click()
+    page.locator(".examples button.example", has_text="Plan a day in Lisbon").click()
+    turn = _answered(page, 1).first
+    expect(turn.locator(".message.user")).to_have_text("Plan a day in Lisbon")
+    expect(turn.locator(".answer").last).to_contain_text("Museu Calouste Gulbenkian or MAAT")
+
+
+def test_closing_the_tab_mid_answer_cancels_the_run_and_stores_nothing(page: Any, demo: Running) -> None:
+    import httpx2 as httpx
+
+    _open(page, demo.url)
+    page.locator("#new-conversation").click()
+    _ask(page, "Plan a day in Lisbon")
+    expect(page.locator(".turn.live .answer.streaming")).to_be_visible()
+    conversation = page.url.split("#c=", 1)[1]
+    page.close()
+    api = httpx.Client(base_url=demo.base, headers={"x-advisorchain-token": demo.token}, timeout=10)
+    wait_for(lambda: not api.get(f"/api/conversations/{conversation}").json()["running"])
+    view = api.get(f"/api/conversations/{conversation}").json()
+    api.close()
+    assert view["turns"] == []  # neither the question nor half an answer was stored

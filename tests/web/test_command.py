@@ -58,6 +58,14 @@ def test_without_a_model_the_offline_demo_agent_answers_and_the_page_says_so(tmp
             ).text
         )
         assert "confirmed" in "".join(d["text"] for d in named(done, "text"))
+        assert "Plan a day in Lisbon" in info["examples"]
+        paris = events(
+            http.post(f"/api/conversations/{conversation}/turns", json={"text": "Weather in Paris?"}).text
+        )
+        assert [d["arguments"] for d in named(paris, "tool") if d["state"] == "done"] == ['{"city": "Paris"}']
+        assert "I don't know the weather in Paris" in "".join(d["text"] for d in named(paris, "text"))
+        hello = events(http.post(f"/api/conversations/{conversation}/turns", json={"text": "hello"}).text)
+        assert "scripted demo model" in "".join(d["text"] for d in named(hello, "text"))
         http.close()
     assert (tmp_path / "data" / "sessions.sqlite3").exists()  # the conversations live in the sessions store
 

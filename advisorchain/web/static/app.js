@@ -198,10 +198,20 @@ function startNew() {
 function emptyState() {
   const info = state.info;
   const tools = info && info.tools.length ? info.tools.map((t) => t.name).join(", ") : "none";
+  const examples = info && info.examples.length
+    ? el(
+        "div",
+        { class: "examples" },
+        ...info.examples.map((text) =>
+          el("button", { class: "example", type: "button", text, onclick: () => !state.busy && ask(text) }),
+        ),
+      )
+    : null;
   return el(
     "div",
     { class: "empty" },
     el("p", { text: "Ask the agent something. Its answer streams in here, with each tool call as it runs and, per turn, the tree of the run: request → advisors → tool-loop rounds → model calls → tool calls." }),
+    examples,
     el("p", { class: "muted", text: `Tools: ${tools}` }),
   );
 }
