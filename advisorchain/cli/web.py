@@ -28,7 +28,7 @@ from .evals import _close_model
 __all__ = ["web_command"]
 
 
-@dataclass
+@dataclass(frozen=True)
 class WebSettings:
     """What ``advisorchain web`` was asked to serve, and where."""
 

@@ -15,7 +15,7 @@ import time
 from collections import OrderedDict, defaultdict
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from .._span_tree import SpanCollector, span_tree
 from .._streams import closing
@@ -65,11 +65,14 @@ class TurnRequest:
     approvals: Mapping[str, Decision] | None = None
 
 
+RunKind = Literal["question", "approval"]
+
+
 @dataclass
 class _Run:
     """What the page records of one run of a turn (it keeps the last few in memory)."""
 
-    kind: str
+    kind: RunKind
     tools: dict[str, dict[str, Any]] = field(default_factory=dict)
     finish_reason: str | None = None
     usage: Usage | None = None
