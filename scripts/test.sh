@@ -6,6 +6,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -m venv .venv
 .venv/bin/pip install -q --disable-pip-version-check -e '.[dev]'
+# Headless Chromium from the distribution for the web page's browser tests (Playwright drives it; no
+# browser download). Installed when missing and we may; without it those tests skip with the reason.
+if [[ ! -x /usr/bin/chromium && $(id -u) -eq 0 ]] && command -v apt-get >/dev/null; then
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get install -y -q chromium >/dev/null 2>&1 \
+        || { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q chromium >/dev/null 2>&1; } \
+        || echo "scripts/test.sh: could not install chromium; the browser tests will skip" >&2
+fi
 # Real PostgreSQL and Redis on loopback for the memory tests (unless the caller already points at
 # servers); the trap stops them however the run ends.
 if [[ -z "${ADVISORCHAIN_TEST_POSTGRES_DSN:-}" || -z "${ADVISORCHAIN_TEST_REDIS_URL:-}" ]]; then

@@ -18,7 +18,16 @@ from ._display import Display, LineReader, ShownTool, approver, read_line, stdin
 from ._options import AgentOptions, ModelOptions
 from ._setup import CliError, build_model, load_tools, mcp_servers, parse_model, server_of
 
-__all__ = ["MAX_MESSAGES", "Agent", "ModelChoice", "ask", "close_model", "describe_failure", "open_agent"]
+__all__ = [
+    "MAX_MESSAGES",
+    "Agent",
+    "ModelChoice",
+    "agent_client",
+    "ask",
+    "close_model",
+    "describe_failure",
+    "open_agent",
+]
 
 MAX_MESSAGES = 200
 """How many messages of a conversation the CLI's memory keeps (and sends)."""
@@ -83,16 +92,23 @@ class Agent:
         await close_model(self.model.model)
 
     def client(self) -> ChatClient:
-        """A client for the agent as it is now (memory outside the tool loop: a cancelled or failed
-        turn stores nothing)."""
-        from ..advisors import MessageChatMemoryAdvisor, ToolCallingAdvisor
+        """A client for the agent as it is now."""
+        return agent_client(self.model.model, self.system, list(self.tools), self.memory, self.manager)
 
-        return ChatClient(
-            self.model.model,
-            default_system=self.system,
-            default_advisors=[MessageChatMemoryAdvisor(self.memory), ToolCallingAdvisor(self.manager)],
-            default_tools=list(self.tools),
-        )
+
+def agent_client(
+    model: ChatModel, system: str | None, tools: Sequence[object], memory: ChatMemory, manager: Any
+) -> ChatClient:
+    """The agent every command runs (chat, demo, eval, web): memory outside the tool loop (a
+    cancelled or failed turn stores nothing), the tool loop with ``manager``, the tools, the system text."""
+    from ..advisors import MessageChatMemoryAdvisor, ToolCallingAdvisor
+
+    return ChatClient(
+        model,
+        default_system=system,
+        default_advisors=[MessageChatMemoryAdvisor(memory), ToolCallingAdvisor(manager)],
+        default_tools=list(tools),
+    )
 
 
 async def open_agent(

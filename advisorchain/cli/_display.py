@@ -17,14 +17,12 @@ from rich.console import Console
 from rich.markup import escape
 
 from ..messages import ToolCall
+from ..observability import TOOL_CALL_ARGUMENTS as ARGUMENTS
+from ..observability import TOOL_CALL_RESULT as RESULT
 from ..tools import Approved, Denied, ToolCallback, ToolContext, ToolDefinition, ToolMetadata
 
 __all__ = ["Display", "LineReader", "ShownTool", "approver", "read_line", "watch_provider_retries"]
 
-ARGUMENTS = "gen_ai.tool.call.arguments"
-"""The span attribute ``--trace`` keeps a tool call's arguments in (its own spans only)."""
-RESULT = "gen_ai.tool.call.result"
-"""The span attribute ``--trace`` keeps a tool call's result in."""
 _WIDTH = 80
 
 

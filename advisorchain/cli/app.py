@@ -23,6 +23,7 @@ from ._sessions import sessions
 from ._setup import build_model, parse_model
 from .chat import Interrupted, chat
 from .evals import eval_command
+from .web import web_command
 
 __all__ = ["app", "main"]
 
@@ -113,6 +114,7 @@ def app(debug: bool) -> None:
 app.add_command(chat)
 app.add_command(sessions)
 app.add_command(eval_command)
+app.add_command(web_command)
 
 
 # -- demo ------------------------------------------------------------------------------------------

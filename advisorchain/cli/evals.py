@@ -9,7 +9,6 @@ Cases that give ``expected`` are checked with ``ExpectedAnswerEvaluator``; ``--j
 from __future__ import annotations
 
 import asyncio
-import inspect
 import json
 from collections.abc import Mapping
 from contextlib import AsyncExitStack
@@ -26,6 +25,7 @@ from ..evaluation.api import EvaluatorLike
 from ..evaluation.cases import EvaluationReport
 from ..messages import AssistantMessage
 from ..model import ChatModel, Prompt
+from ._agent import MAX_MESSAGES, agent_client, close_model
 from ._options import AgentOptions, agent_options
 from ._setup import build_model, load_tools, mcp_servers, parse_model
 
@@ -142,33 +142,14 @@ def _deny_without_yes(call: Any, context: Any) -> Any:
 
 
 def _agent(model: ChatModel, system: str | None, tools: list[object], approve_all: bool) -> ChatClient:
-    """The agent ``chat`` builds: memory (each case is a conversation of its own) outside the tool
-    loop, the tools, the system text; approvals granted with ``--yes``, else denied."""
-    from ..advisors import MessageChatMemoryAdvisor, ToolCallingAdvisor
+    """The agent ``chat`` builds, each case a conversation of its own; approvals granted with
+    ``--yes``, else denied."""
     from ..memory import InMemoryChatMemoryRepository, MessageWindowChatMemory
     from ..tools import ToolCallingManager
 
     manager = ToolCallingManager(approver=(lambda call, context: True) if approve_all else _deny_without_yes)
-    return ChatClient(
-        model,
-        default_system=system,
-        default_advisors=[
-            MessageChatMemoryAdvisor(
-                MessageWindowChatMemory(InMemoryChatMemoryRepository(), max_messages=200)
-            ),
-            ToolCallingAdvisor(manager),
-        ],
-        default_tools=tools,
-    )
-
-
-async def _close_model(model: object) -> None:
-    """Close a provider SDK's HTTP client inside the loop that used it."""
-    close = getattr(getattr(model, "client", None), "close", None)
-    if callable(close):
-        result = close()
-        if inspect.isawaitable(result):
-            await result
+    memory = MessageWindowChatMemory(InMemoryChatMemoryRepository(), max_messages=MAX_MESSAGES)
+    return agent_client(model, system, tools, memory, manager)
 
 
 # -- the command -------------------------------------------------------------------------------------
@@ -262,9 +243,9 @@ class _Run:
         self, cases: list[Case], evaluators: list[EvaluatorLike], concurrency: int
     ) -> EvaluationReport:
         async with AsyncExitStack() as stack:
-            stack.push_async_callback(_close_model, self.model)
+            stack.push_async_callback(close_model, self.model)
             if self.judge is not None:
-                stack.push_async_callback(_close_model, self.judge)
+                stack.push_async_callback(close_model, self.judge)
             entered = [await stack.enter_async_context(server) for server in self.servers]
             agent = _agent(self.model, self.system, [*self.tools, *entered], self.approve_all)
             return await aevaluate_cases(agent, cases, evaluators, concurrency=concurrency, progress=True)
