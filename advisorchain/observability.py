@@ -43,6 +43,8 @@ __all__ = [
     "CAPTURE_CONTENT_ENV",
     "OPERATION_DURATION",
     "TOKEN_USAGE",
+    "TOOL_CALL_ARGUMENTS",
+    "TOOL_CALL_RESULT",
     "TRACER_NAME",
     "Span",
     "SpanKind",
@@ -58,6 +60,10 @@ __all__ = [
 
 TRACER_NAME = "advisorchain"
 CAPTURE_CONTENT_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+TOOL_CALL_ARGUMENTS = "gen_ai.tool.call.arguments"
+"""The span attribute a watched tool call's arguments go in (``chat --trace``, the web page only)."""
+TOOL_CALL_RESULT = "gen_ai.tool.call.result"
+"""The span attribute a watched tool call's result goes in."""
 T = TypeVar("T")
 
 

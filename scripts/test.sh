@@ -1,10 +1,19 @@
 #!/usr/bin/env bash
 # Sets up a virtual environment and runs the whole suite: tests (with real PostgreSQL and Redis
-# servers on loopback), ruff, and mypy --strict on the package.
+# servers on loopback), ruff, and mypy --strict on the package. Every check runs, whichever failed
+# before it; the script exits non-zero when any did, naming them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -m venv .venv
 .venv/bin/pip install -q --disable-pip-version-check -e '.[dev]'
+# Headless Chromium from the distribution for the web page's browser tests (Playwright drives it; no
+# browser download). Installed when missing and we may; without it those tests skip with the reason.
+if [[ ! -x /usr/bin/chromium && $(id -u) -eq 0 ]] && command -v apt-get >/dev/null; then
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get install -y -q chromium >/dev/null 2>&1 \
+        || { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q chromium >/dev/null 2>&1; } \
+        || echo "scripts/test.sh: could not install chromium; the browser tests will skip" >&2
+fi
 # Real PostgreSQL, Redis and PostgreSQL with pgvector on loopback for the memory and retrieval tests
 # (unless the caller already points at servers); the trap stops them however the run ends.
 if [[ -z "${ADVISORCHAIN_TEST_POSTGRES_DSN:-}" || -z "${ADVISORCHAIN_TEST_REDIS_URL:-}" || -z "${ADVISORCHAIN_TEST_PGVECTOR_DSN:-}" ]]; then
@@ -12,7 +21,24 @@ if [[ -z "${ADVISORCHAIN_TEST_POSTGRES_DSN:-}" || -z "${ADVISORCHAIN_TEST_REDIS_
     eval "$services_env"
     trap 'scripts/services.sh stop "$ADVISORCHAIN_SERVICES_DIR"' EXIT
 fi
-.venv/bin/python -m pytest "$@"
-.venv/bin/ruff check advisorchain tests benchmarks examples
-.venv/bin/ruff format --check advisorchain
-.venv/bin/mypy advisorchain
+
+failed=()
+check() {
+    local name=$1 started=$SECONDS
+    shift
+    if "$@"; then
+        echo "test.sh: $name passed ($((SECONDS - started)) s)" >&2
+    else
+        echo "test.sh: $name FAILED ($((SECONDS - started)) s)" >&2
+        failed+=("$name")
+    fi
+}
+check pytest .venv/bin/python -m pytest -rs "$@"  # -rs: why each skipped test skipped
+check "ruff check" .venv/bin/ruff check advisorchain tests benchmarks examples
+check "ruff format" .venv/bin/ruff format --check advisorchain
+check mypy .venv/bin/mypy advisorchain
+if ((${#failed[@]})); then
+    echo "test.sh: failed: ${failed[*]}" >&2
+    exit 1
+fi
+echo "test.sh: everything passed" >&2

@@ -388,7 +388,7 @@ def test_a_stream_advisor_returning_a_plain_async_iterator_streams() -> None:
 
 
 _INTERRUPT_SCRIPT = """
-import asyncio, os, signal, threading
+import asyncio, os, signal
 from advisorchain import AssistantMessage, ChatClient, ToolCall, ToolResponseMessage, tool
 from advisorchain.testing import FunctionChatModel
 
@@ -398,7 +398,10 @@ events = []
 async def slow() -> str:
     \"\"\"A tool that takes its time.\"\"\"
     try:
-        await asyncio.sleep(5)
+        while "checking" not in events:  # the caller took the text streamed before the tool
+            await asyncio.sleep(0.01)
+        os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C while the tool runs, whatever the machine's speed
+        await asyncio.sleep(600)
         events.append("tool finished")
     except asyncio.CancelledError:
         events.append("tool cancelled")
@@ -411,7 +414,6 @@ def answer(prompt):
     return AssistantMessage("checking", [ToolCall("s", "slow", "{}")])
 
 client = ChatClient(FunctionChatModel(answer), default_tools=[slow])
-threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
 try:
     for text in client.prompt("go").stream().content():
         events.append(text)
@@ -426,7 +428,7 @@ def test_ctrl_c_during_a_sync_stream_cancels_the_running_tool() -> None:
     import sys
 
     done = subprocess.run(
-        [sys.executable, "-c", _INTERRUPT_SCRIPT], capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", _INTERRUPT_SCRIPT], capture_output=True, text=True, timeout=600
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "['checking', 'tool cancelled', 'interrupted, context=None']"

@@ -35,6 +35,7 @@ _SECTIONS = {
     "ToolCallingManager ToolExecutionResult Approved Denied",
     "advisorchain.memory": "ChatMemory ChatMemoryRepository MessageWindowChatMemory InMemoryChatMemoryRepository "
     "SQLiteChatMemoryRepository PostgresChatMemoryRepository RedisChatMemoryRepository",
+    "advisorchain.memory.entries": "StoredEntry EntryChatMemoryRepository read_entries drop_unreadable",
     "advisorchain.models.openai": "OpenAIChatModel OpenAIResponsesChatModel",
     "advisorchain.models.anthropic": "AnthropicChatModel",
     "advisorchain.testing": "FunctionChatModel ScriptedChatModel forbid_model_requests no_model_requests",
@@ -43,6 +44,7 @@ _SECTIONS = {
     "PENDING_QUERY DECIDE_UPDATE",
     "advisorchain.durable.dbos": "DBOSAgent DurableResult DurableToolError STREAM_KEY PENDING_EVENT DECISIONS_TOPIC",
     "advisorchain.mcp": "McpServerStdio McpServerHttp serve",
+    "advisorchain.web": "create_app",
     "advisorchain.evaluation": "EvaluationRequest EvaluationResult Evaluator LLMJudgeEvaluator RelevancyEvaluator "
     "FactCheckingEvaluator SelfRefineEvaluationAdvisor Case CaseResult EvaluatorTotals EvaluationReport "
     "ExpectedAnswerEvaluator evaluate_cases aevaluate_cases",

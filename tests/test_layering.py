@@ -116,6 +116,10 @@ def test_the_cycle_finder_finds_a_planted_cycle() -> None:
         ("advisorchain.advisors", "advisorchain.rag"),
         ("advisorchain.client", "advisorchain.rag"),
         ("advisorchain.observability", "advisorchain.rag"),
+        ("advisorchain.client", "advisorchain.web"),
+        ("advisorchain.advisors", "advisorchain.web"),
+        ("advisorchain.web", "advisorchain.cli"),
+        ("advisorchain._span_tree", "advisorchain.cli"),
     ],
 )
 def test_lower_layers_never_reach_up(lower: str, upper: str) -> None:

@@ -1,28 +1,28 @@
-"""What the chat shows while a model works: a spinner until the first token, a line per tool call
-and per provider retry (on stderr), the answer (on stdout), never on the same line."""
+"""What the chat shows while a model works: a spinner until the first token, a line per tool call,
+per provider retry and per silent stretch of the server (on stderr), the answer (on stdout), never
+on the same line."""
 
 from __future__ import annotations
 
-import asyncio
+import itertools
 import logging
 import re
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import Any, TextIO
 
 from rich.console import Console
-from rich.status import Status
+from rich.markup import escape
 
 from ..messages import ToolCall
+from ..observability import TOOL_CALL_ARGUMENTS as ARGUMENTS
+from ..observability import TOOL_CALL_RESULT as RESULT
 from ..tools import Approved, Denied, ToolCallback, ToolContext, ToolDefinition, ToolMetadata
 
-__all__ = ["Display", "ShownTool", "ask_line", "watch_provider_retries"]
+__all__ = ["Display", "LineReader", "ShownTool", "approver", "read_line", "watch_provider_retries"]
 
-ARGUMENTS = "gen_ai.tool.call.arguments"
-"""The span attribute ``--trace`` keeps a tool call's arguments in (its own spans only)."""
-RESULT = "gen_ai.tool.call.result"
-"""The span attribute ``--trace`` keeps a tool call's result in."""
 _WIDTH = 80
 
 
@@ -33,49 +33,163 @@ def shorten(text: str, width: int = _WIDTH) -> str:
 
 
 class Display:
-    """The screen of one chat: ``err`` for progress and trees, ``out`` for answers."""
+    """The screen of one command: ``out`` for answers, ``err`` for progress lines, trees and errors.
+
+    One lock orders every write, and the spinner only ever redraws (and at the end erases) its own
+    line, so a spinner frame, a progress line, a piece of the answer and the user's typed line never
+    land on one another."""
 
     def __init__(self, out: TextIO, err: Console) -> None:
         self.out = out
         self.err = err
-        self._status: Status | None = None
+        self.lock = threading.RLock()
         self._mid_line = False
+        self._in_answer = False
+        self._ticker: _Ticker | None = None
+        self._drawn = False
+        self._silence: tuple[str, float, float] | None = None
+        self._quiet_since = time.monotonic()
+        self._noticed = False
+
+    def watch_silence(self, server: str, timeout: float) -> None:
+        """While waiting, say once per silent stretch that ``server`` has not answered yet (after a
+        quarter of ``timeout``, at most 15 s)."""
+        self._silence = (server, min(15.0, timeout / 4), timeout)
 
     def waiting(self, message: str = "thinking…") -> None:
-        """Show a spinner (on a terminal only) until the next token or event line."""
-        if self._status is None and self.err.is_terminal:
-            self._status = self.err.status(message, spinner="dots")
-            self._status.start()
+        """Until the next token or event line: a spinner (on a terminal) and the silence watch."""
+        with self.lock:
+            if self._ticker is not None:
+                return
+            self._quiet_since = time.monotonic()
+            self._noticed = False
+            if self.err.is_terminal or self._silence is not None:
+                self._ticker = _Ticker(self, message)
+                self._ticker.start()
 
     def stop_spinner(self) -> None:
-        """Take the spinner off the screen."""
-        if self._status is not None:
-            self._status.stop()
-            self._status = None
+        """Take the spinner off the screen (its own line only) and stop watching for silence."""
+        with self.lock:
+            if self._ticker is not None:
+                self._ticker.stopped = True
+                self._ticker = None
+            self._erase()
 
-    def text(self, delta: str) -> None:
-        """Write a piece of the answer."""
+    def text(self, delta: str, opening: str = "") -> None:
+        """Write a piece of the answer (after ``opening`` when it is the answer's first piece)."""
         if not delta:
             return
-        self.stop_spinner()
-        self.out.write(delta)
-        self.out.flush()
-        self._mid_line = not delta.endswith("\n")
+        with self.lock:
+            self.stop_spinner()
+            if not self._in_answer:
+                self.out.write(opening)
+                self._in_answer = True
+            self.out.write(delta)
+            self.out.flush()
+            self._mid_line = not delta.endswith("\n")
 
     def end_answer(self) -> None:
-        """End the answer's line."""
-        self.stop_spinner()
-        if self._mid_line:
-            self.out.write("\n")
-            self.out.flush()
-        self._mid_line = False
+        """End the answer's line: whatever comes next starts on a line of its own."""
+        with self.lock:
+            self.stop_spinner()
+            if self._mid_line:
+                self.out.write("\n")
+                self.out.flush()
+            self._mid_line = False
+            self._in_answer = False
+
+    def line(self, text: str) -> None:
+        """A whole line on ``err``, plain, below any answer in progress."""
+        with self.lock:
+            self.end_answer()
+            self.err.print(text, markup=False, highlight=False, emoji=False)
 
     def event(self, line: str, style: str = "dim") -> None:
         """A progress line (tool call, retry) on its own line; the spinner keeps turning below it."""
-        if self._mid_line:
+        with self.lock:
             self.end_answer()
-        self.err.print(line, style=style, markup=False, highlight=False)
+            self.err.print(line, style=style, markup=False, highlight=False)
+            self._quiet_since = time.monotonic()
+            self._noticed = False
         self.waiting()
+
+    def show(self, renderable: Any) -> None:
+        """A block (a trace tree, a table) on stderr, below the answer."""
+        with self.lock:
+            self.end_answer()
+            self.err.print(renderable)
+
+    def error(self, message: str) -> None:
+        """One ``error:`` line on stderr."""
+        with self.lock:
+            self.end_answer()
+            self.err.print(f"[bold red]error:[/] {escape(' '.join(message.split()))}", highlight=False)
+
+    def note(self, message: str) -> None:
+        """One dim line on stderr (what a command did)."""
+        with self.lock:
+            self.end_answer()
+            self.err.print(message, style="dim", markup=False, highlight=False)
+
+    def _tick(self, ticker: _Ticker, frame: str) -> None:
+        with self.lock:
+            if ticker.stopped:
+                return
+            self._notice_silence()
+            if self.err.is_terminal:
+                self.err.file.write(f"{_HIDE_CURSOR}\r{frame} {ticker.message}{_CLEAR_LINE}")
+                self.err.file.flush()
+                self._drawn = True
+
+    def _notice_silence(self) -> None:
+        if self._silence is None or self._noticed:
+            return
+        server, after, timeout = self._silence
+        quiet = time.monotonic() - self._quiet_since
+        if quiet >= after:
+            self._noticed = True
+            self._erase()
+            self.err.print(
+                f"… no reply from {server} for {_seconds(quiet)} s "
+                f"(waiting up to {timeout:g} s; --timeout SECONDS)",
+                style="yellow",
+                markup=False,
+                highlight=False,
+            )
+
+    def _erase(self) -> None:
+        if self._drawn:
+            self.err.file.write(f"\r{_CLEAR_LINE}{_SHOW_CURSOR}")
+            self.err.file.flush()
+            self._drawn = False
+
+
+def _seconds(value: float) -> str:
+    return f"{value:.0f}" if value >= 10 else f"{value:.1f}"
+
+
+_CLEAR_LINE = "\x1b[K"
+_HIDE_CURSOR = "\x1b[?25l"
+_SHOW_CURSOR = "\x1b[?25h"
+_FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+
+
+class _Ticker(threading.Thread):
+    """Redraws the spinner every 80 ms and watches for silence, until ``stopped``."""
+
+    def __init__(self, display: Display, message: str) -> None:
+        super().__init__(daemon=True, name="advisorchain-spinner")
+        self.display = display
+        self.message = message
+        self.stopped = False
+
+    def run(self) -> None:
+        """Tick until stopped."""
+        for i in itertools.count():
+            if self.stopped:
+                return
+            self.display._tick(self, _FRAMES[i % len(_FRAMES)])
+            time.sleep(0.08)
 
 
 class ShownTool:
@@ -112,44 +226,21 @@ class ShownTool:
         return result
 
 
-_read_lock = threading.Lock()
-
-
-async def ask_line(prompt: str, display: Display) -> str | None:
-    """One line typed by the user (line editing through readline), ``None`` at end of input.
-
-    The read runs in a daemon thread, so Ctrl-C still reaches the event loop and a pending read never
-    keeps the process alive."""
+def read_line(prompt: str, display: Display) -> str | None:
+    """One line typed by the user (line editing through readline), ``None`` at end of input. It
+    blocks the caller: nothing else of the command runs while the user types."""
     display.stop_spinner()
-    loop = asyncio.get_running_loop()
-    done: asyncio.Future[str | None] = loop.create_future()
-
-    def read() -> None:
-        try:
-            with _read_lock:
-                line: str | None = input(prompt)
-        except EOFError:
-            line = None
-        except BaseException as exc:  # surfaced in the loop
-            loop.call_soon_threadsafe(_fail, done, exc)
-            return
-        loop.call_soon_threadsafe(_resolve, done, line)
-
-    threading.Thread(target=read, daemon=True, name="advisorchain-input").start()
-    return await done
+    try:
+        return input(prompt)
+    except EOFError:
+        return None
 
 
-def _resolve(future: asyncio.Future[str | None], value: str | None) -> None:
-    if not future.done():
-        future.set_result(value)
+LineReader = Callable[[str, Display], "str | None"]
+"""How a question to the user is read: ``read_line``, or the REPL's own (Ctrl-C aware) reader."""
 
 
-def _fail(future: asyncio.Future[str | None], exc: BaseException) -> None:
-    if not future.done():
-        future.set_exception(exc)
-
-
-def approver(display: Display, approve_all: bool, interactive: bool) -> Any:
+def approver(display: Display, approve_all: bool, interactive: bool, read: LineReader = read_line) -> Any:
     """The inline approver: ``--yes`` approves all; on a terminal it asks ``[y/N/reason]``;
     with no terminal to ask it denies, saying how to approve."""
 
@@ -160,7 +251,7 @@ def approver(display: Display, approve_all: bool, interactive: bool) -> Any:
         if not interactive:
             display.event(f"✗ {call.name} denied: no terminal to ask (pass --yes to approve tools)")
             return Denied("no terminal to ask for approval; run again with --yes")
-        answer = await ask_line(f"Run {call.name} {shorten(call.arguments, 70)}? [y/N/reason] ", display)
+        answer = read(f"Run {call.name} {shorten(call.arguments, 70)}? [y/N/reason] ", display)
         display.waiting()
         text = (answer or "").strip()
         if text.lower() in {"y", "yes"}:

@@ -1,4 +1,5 @@
-"""Turning command-line values into parts: the model, the tools, MCP servers, the memory store."""
+"""Turning command-line values into parts: the model, the tools, MCP servers (the memory store:
+``_sessions``)."""
 
 from __future__ import annotations
 
@@ -6,24 +7,21 @@ import importlib
 import os
 import shlex
 import sys
-from pathlib import Path
 from typing import Any
 
 import click
 
 from ..errors import AdvisorChainError
-from ..memory import ChatMemoryRepository
 from ..model import ChatModel
 
 __all__ = [
     "PROVIDERS",
     "CliError",
     "build_model",
-    "default_sessions_path",
     "load_tools",
     "mcp_servers",
-    "open_repository",
     "parse_model",
+    "server_of",
 ]
 
 PROVIDERS = ("openai", "openai-responses", "anthropic")
@@ -49,25 +47,27 @@ def parse_model(value: str) -> tuple[str, str]:
     return provider, name
 
 
-def build_model(provider: str, name: str, base_url: str | None) -> ChatModel:
-    """The provider's chat model; its key comes from the environment only."""
+def build_model(provider: str, name: str, base_url: str | None, timeout: float | None = None) -> ChatModel:
+    """The provider's chat model; its key comes from the environment only. ``timeout``: seconds the
+    server may stay silent before a request is given up (the SDK's request timeout)."""
     if base_url is None and not os.environ.get(_KEYS[provider]):
         raise CliError(
             f"{_KEYS[provider]} is not set: export it for {provider}:{name}, "
             "or pass --base-url for a server that needs no key"
         )
+    options: dict[str, Any] = {} if timeout is None else {"timeout": timeout}
     try:
         if provider == "openai":
             from ..models.openai import OpenAIChatModel
 
-            return OpenAIChatModel(name, base_url=base_url)
+            return OpenAIChatModel(name, base_url=base_url, **options)
         if provider == "openai-responses":
             from ..models.openai import OpenAIResponsesChatModel
 
-            return OpenAIResponsesChatModel(name, base_url=base_url)
+            return OpenAIResponsesChatModel(name, base_url=base_url, **options)
         from ..models.anthropic import AnthropicChatModel
 
-        return AnthropicChatModel(name, base_url=base_url)
+        return AnthropicChatModel(name, base_url=base_url, **options)
     except ImportError as exc:
         extra = _EXTRAS[provider]
         raise CliError(f"{provider} needs the {extra!r} extra: pip install 'advisorchain[{extra}]'") from exc
@@ -128,47 +128,7 @@ def mcp_servers(commands: tuple[str, ...], urls: tuple[str, ...]) -> list[Any]:
     return servers
 
 
-def default_sessions_path() -> Path:
-    """The SQLite file of sessions: under ``$ADVISORCHAIN_DATA_DIR`` when set, else the user's data
-    directory."""
-    base = os.environ.get(DATA_DIR_ENV)
-    if base:
-        directory = Path(base)
-    else:
-        import platformdirs
-
-        directory = Path(platformdirs.user_data_dir("advisorchain", appauthor=False))
-    directory.mkdir(parents=True, exist_ok=True)
-    return directory / "sessions.sqlite3"
-
-
-def open_repository(url: str | None) -> ChatMemoryRepository:
-    """The store named by ``--memory`` (``sqlite:///file``, ``postgresql://…``, ``redis://…``), the
-    default SQLite file when ``url`` is None."""
-    from ..memory import PostgresChatMemoryRepository, RedisChatMemoryRepository, SQLiteChatMemoryRepository
-
-    try:
-        if url is None:
-            return SQLiteChatMemoryRepository(default_sessions_path())
-        if url.startswith("sqlite:///"):
-            path = url[len("sqlite:///") :]
-            if not path:
-                raise click.BadParameter(
-                    f"{url!r} names no file; use sqlite:///chat.db", param_hint="'--memory'"
-                )
-            return SQLiteChatMemoryRepository(Path(path))
-        if url.startswith(("postgresql://", "postgres://")):
-            return PostgresChatMemoryRepository(url, timeout=5.0)
-        if url.startswith(("redis://", "rediss://")):
-            return RedisChatMemoryRepository(url)
-    except ImportError as exc:
-        extra = "postgres" if url and url.startswith("postgres") else "redis"
-        raise CliError(f"--memory {url!r} needs pip install 'advisorchain[{extra}]'") from exc
-    except click.BadParameter:
-        raise
-    except Exception as exc:
-        raise CliError(f"cannot open the memory store {url!r}: {exc}") from exc
-    raise click.BadParameter(
-        f"{url!r} is not a store URL; use sqlite:///file.db, postgresql://… or redis://…",
-        param_hint="'--memory'",
-    )
+def server_of(model: ChatModel) -> str:
+    """The URL a model's requests go to (its SDK client's base URL), or the model's repr."""
+    base_url = getattr(getattr(model, "client", None), "base_url", None)
+    return str(base_url).rstrip("/") if base_url else repr(model)

@@ -11,12 +11,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from pydantic import BaseModel
+from rich.console import Console
 
 from ..advisors.api import BaseAdvisor, ChatClientRequest, ChatClientResponse, Ordered
 from ..client import ChatClient
 from ..memory.api import ChatMemory
 from ..messages import AssistantMessage, ToolCall, ToolResponseMessage, UserMessage
 from ..model import ChatModel
+from ._display import Display
 
 if TYPE_CHECKING:
     from ..tools.todo import TodoTools
@@ -78,10 +80,11 @@ DEFAULT_MODELS = {"openai": "gpt-4o-mini", "openai-responses": "gpt-5-mini", "an
 
 
 class Narrator(BaseAdvisor):
-    """An observing advisor inside the tool loop: it sees, and prints, every iteration."""
+    """An observing advisor inside the tool loop: it sees, and prints, every iteration (each on a
+    line of its own, never on the line of an answer being streamed)."""
 
-    def __init__(self, out: TextIO, order: int) -> None:
-        self.out = out
+    def __init__(self, display: Display, order: int) -> None:
+        self.display = display
         self.order = order
         self.iteration = 0
 
@@ -91,12 +94,11 @@ class Narrator(BaseAdvisor):
         if isinstance(last, ToolResponseMessage):
             for r in last.responses:
                 shown = r.response_data.replace("\n", " | ")
-                print(f"      {r.name} -> {shown}", file=self.out)
+                self.display.line(f"      {r.name} -> {shown}")
         elif isinstance(last, UserMessage) and "Output JSON validation failed" in last.text:
-            print(f"      retry: {last.text.splitlines()[-1]}", file=self.out)
-        print(
-            f"  [{self.iteration}] model call with {len(request.prompt.instructions)} message(s)",
-            file=self.out,
+            self.display.line(f"      retry: {last.text.splitlines()[-1]}")
+        self.display.line(
+            f"  [{self.iteration}] model call with {len(request.prompt.instructions)} message(s)"
         )
         return request
 
@@ -105,9 +107,9 @@ class Narrator(BaseAdvisor):
         if chat is not None and chat.result is not None:
             out = chat.result.output
             for c in out.tool_calls:
-                print(f"      asks for {c.name}({c.arguments})", file=self.out)
+                self.display.line(f"      asks for {c.name}({c.arguments})")
             if out.text and not out.tool_calls:
-                print(f"      answers: {out.text}", file=self.out)
+                self.display.line(f"      answers: {out.text}")
         return response
 
 
@@ -130,6 +132,7 @@ def run_demo(out: TextIO, model: ChatModel, db_path: Path, stream: bool) -> None
         """Places of a kind (museum, food) in a city."""
         return PLACES.get(kind, [])
 
+    display = Display(out, Console(file=out, soft_wrap=True, highlight=False, markup=False, emoji=False))
     memory = MessageWindowChatMemory(SQLiteChatMemoryRepository(db_path), max_messages=50)
     todos = TodoTools()
     client = ChatClient(
@@ -138,34 +141,33 @@ def run_demo(out: TextIO, model: ChatModel, db_path: Path, stream: bool) -> None
         default_advisors=[
             MessageChatMemoryAdvisor(memory),
             # Innermost: it sees every model call, tool rounds and validation retries alike.
-            Narrator(out, Ordered.LOWEST_PRECEDENCE - 1000),
+            Narrator(display, Ordered.LOWEST_PRECEDENCE - 1000),
             TodoReminderAdvisor(),
         ],
         default_tools=[get_weather, find_places, todos],
     )
     question = "Plan a day in Lisbon: check the weather and find a museum."
-    print(f"user: {question}", file=out)
+    display.line(f"user: {question}")
     spec = client.prompt(question).param(ChatMemory.CONVERSATION_ID, "demo")
-    if stream:
-        print("assistant (streamed): ", end="", file=out)
+    if stream:  # streamed text opens a line of its own; the narrator's lines close it
         for delta in spec.stream().content():
-            print(delta, end="", file=out, flush=True)
-        print(file=out)
+            display.text(delta, opening="assistant (streamed): ")
+        display.end_answer()
     else:
-        print(f"assistant: {spec.call().content()}", file=out)
-    print(f"todo list:\n  {_render(todos)}", file=out)
+        display.line(f"assistant: {spec.call().content()}")
+    display.line(f"todo list:\n  {_render(todos)}")
 
-    print("\nuser: Now as a structured plan.", file=out)
+    display.line("\nuser: Now as a structured plan.")
     plan = (
         client.prompt("Now as a structured plan.")
         .param(ChatMemory.CONVERSATION_ID, "demo")
         .call()
         .entity(DayPlan, schema_validation=True)
     )
-    print(f"structured: {plan!r}", file=out)
+    display.line(f"structured: {plan!r}")
     stored = memory.get("demo")
     kinds = ", ".join(m.type.value for m in stored)
-    print(f"\nmemory ({db_path.name}): {len(stored)} messages stored: {kinds}", file=out)
+    display.line(f"\nmemory ({db_path.name}): {len(stored)} messages stored: {kinds}")
 
 
 def _render(todos: TodoTools) -> str:

@@ -9,7 +9,6 @@ Cases that give ``expected`` are checked with ``ExpectedAnswerEvaluator``; ``--j
 from __future__ import annotations
 
 import asyncio
-import inspect
 import json
 from collections.abc import Mapping
 from contextlib import AsyncExitStack
@@ -26,6 +25,8 @@ from ..evaluation.api import EvaluatorLike
 from ..evaluation.cases import EvaluationReport
 from ..messages import AssistantMessage
 from ..model import ChatModel, Prompt
+from ._agent import MAX_MESSAGES, agent_client, close_model
+from ._options import AgentOptions, agent_options
 from ._setup import build_model, load_tools, mcp_servers, parse_model
 
 __all__ = ["DEMO_NOTICE", "demo_eval_model", "eval_command", "load_cases"]
@@ -141,33 +142,14 @@ def _deny_without_yes(call: Any, context: Any) -> Any:
 
 
 def _agent(model: ChatModel, system: str | None, tools: list[object], approve_all: bool) -> ChatClient:
-    """The agent ``chat`` builds: memory (each case is a conversation of its own) outside the tool
-    loop, the tools, the system text; approvals granted with ``--yes``, else denied."""
-    from ..advisors import MessageChatMemoryAdvisor, ToolCallingAdvisor
+    """The agent ``chat`` builds, each case a conversation of its own; approvals granted with
+    ``--yes``, else denied."""
     from ..memory import InMemoryChatMemoryRepository, MessageWindowChatMemory
     from ..tools import ToolCallingManager
 
     manager = ToolCallingManager(approver=(lambda call, context: True) if approve_all else _deny_without_yes)
-    return ChatClient(
-        model,
-        default_system=system,
-        default_advisors=[
-            MessageChatMemoryAdvisor(
-                MessageWindowChatMemory(InMemoryChatMemoryRepository(), max_messages=200)
-            ),
-            ToolCallingAdvisor(manager),
-        ],
-        default_tools=tools,
-    )
-
-
-async def _close_model(model: object) -> None:
-    """Close a provider SDK's HTTP client inside the loop that used it."""
-    close = getattr(getattr(model, "client", None), "close", None)
-    if callable(close):
-        result = close()
-        if inspect.isawaitable(result):
-            await result
+    memory = MessageWindowChatMemory(InMemoryChatMemoryRepository(), max_messages=MAX_MESSAGES)
+    return agent_client(model, system, tools, memory, manager)
 
 
 # -- the command -------------------------------------------------------------------------------------
@@ -175,15 +157,11 @@ async def _close_model(model: object) -> None:
 
 @click.command("eval")
 @click.argument("cases_file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option(
-    "-m", "--model", help="provider:name of the agent's model (default: the scripted demo model, offline)."
+@agent_options(
+    model_default=None,
+    model_help="provider:name of the agent's model (default: the scripted demo model, offline).",
+    memory=False,
 )
-@click.option("--base-url", help="Any OpenAI-compatible (or Anthropic-compatible) server for --model.")
-@click.option("--system", help="A system message for the agent.")
-@click.option("--tools", "tools", multiple=True, metavar="MODULE:OBJECT", help="Tools to offer (repeatable).")
-@click.option("--mcp", "mcp", multiple=True, metavar='"COMMAND ARGS"', help="An MCP server over stdio.")
-@click.option("--mcp-url", "mcp_url", multiple=True, metavar="URL", help="An MCP server over HTTP.")
-@click.option("-y", "--yes", "approve_all", is_flag=True, help="Approve every tool call that needs approval.")
 @click.option("--judge", metavar="MODEL", help="provider:name of an LLM judge that rates every answer.")
 @click.option("--judge-base-url", metavar="URL", help="The server of --judge, when not the provider's own.")
 @click.option(
@@ -205,13 +183,7 @@ async def _close_model(model: object) -> None:
 @click.option("--debug", is_flag=True, help="Show the traceback of a failure.")
 def eval_command(
     cases_file: Path,
-    model: str | None,
-    base_url: str | None,
-    system: str | None,
-    tools: tuple[str, ...],
-    mcp: tuple[str, ...],
-    mcp_url: tuple[str, ...],
-    approve_all: bool,
+    agent: AgentOptions,
     judge: str | None,
     judge_base_url: str | None,
     match: Literal["contains", "exact"],
@@ -223,23 +195,25 @@ def eval_command(
     the agent, judge the answers, print the table; exit 1 when any case failed."""
     cases = load_cases(cases_file)
     err = Console(stderr=True, highlight=False, soft_wrap=True)
-    if model is None:
-        if base_url is not None:
+    model = agent.model
+    if model.model is None:
+        if model.base_url is not None:
             raise click.UsageError("--base-url needs --model, e.g. --model openai:llama3.2")
         err.print(DEMO_NOTICE, style="dim", markup=False)
         llm = demo_eval_model()
     else:
-        llm = build_model(*parse_model(model), base_url)
+        llm = build_model(*parse_model(model.model), model.base_url, model.timeout)
     judge_model = None
     if judge is not None:
         provider, name = parse_model(judge)
-        judge_model = build_model(provider, name, judge_base_url)
+        judge_model = build_model(provider, name, judge_base_url, model.timeout)
     elif judge_base_url is not None:
         raise click.UsageError("--judge-base-url needs --judge, e.g. --judge openai:gpt-4o-mini")
     evaluators: list[EvaluatorLike] = [ExpectedAnswerEvaluator(match)]
     if judge_model is not None:
         evaluators.append(LLMJudgeEvaluator(judge_model))
-    run = _Run(llm, system, load_tools(tools), mcp_servers(mcp, mcp_url), approve_all, judge_model)
+    servers = mcp_servers(agent.mcp, agent.mcp_url)
+    run = _Run(llm, agent.system, load_tools(agent.tools), servers, agent.approve_all, judge_model)
     report = asyncio.run(run.evaluate(cases, evaluators, concurrency))
     report.print()
     if json_out is not None:
@@ -269,9 +243,9 @@ class _Run:
         self, cases: list[Case], evaluators: list[EvaluatorLike], concurrency: int
     ) -> EvaluationReport:
         async with AsyncExitStack() as stack:
-            stack.push_async_callback(_close_model, self.model)
+            stack.push_async_callback(close_model, self.model)
             if self.judge is not None:
-                stack.push_async_callback(_close_model, self.judge)
+                stack.push_async_callback(close_model, self.judge)
             entered = [await stack.enter_async_context(server) for server in self.servers]
             agent = _agent(self.model, self.system, [*self.tools, *entered], self.approve_all)
             return await aevaluate_cases(agent, cases, evaluators, concurrency=concurrency, progress=True)

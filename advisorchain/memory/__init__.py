@@ -11,6 +11,7 @@ from .api import (
     ChatMemoryRepository,
     ConversationChange,
 )
+from .entries import EntryChatMemoryRepository, StoredEntry, drop_unreadable, read_entries
 from .in_memory import InMemoryChatMemoryRepository
 from .postgres import PostgresChatMemoryRepository
 from .redis import RedisChatMemoryRepository
@@ -23,10 +24,14 @@ __all__ = [
     "ChatMemoryDecodeError",
     "ChatMemoryRepository",
     "ConversationChange",
+    "EntryChatMemoryRepository",
     "InMemoryChatMemoryRepository",
     "MessageWindowChatMemory",
     "PostgresChatMemoryRepository",
     "RedisChatMemoryRepository",
     "SQLiteChatMemoryRepository",
+    "StoredEntry",
     "apply_window",
+    "drop_unreadable",
+    "read_entries",
 ]

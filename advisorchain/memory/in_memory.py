@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from ..messages import Message
 from ._store import BlockingRepository, check_conversation_id, check_messages
 from .api import ConversationChange
+from .entries import StoredEntry
 
 __all__ = ["InMemoryChatMemoryRepository"]
 
@@ -58,6 +59,17 @@ class InMemoryChatMemoryRepository(BlockingRepository):
             )
             self._put(conversation_id, stored)
             return list(stored)
+
+    def find_entries(self, conversation_id: str) -> list[StoredEntry]:
+        """Every stored message as an entry (its text is the message's repr; all are readable)."""
+        return [
+            StoredEntry(i, repr(m), m) for i, m in enumerate(self.find_by_conversation_id(conversation_id))
+        ]
+
+    def delete_unreadable(self, conversation_id: str) -> list[StoredEntry]:
+        """Nothing to drop: message objects kept in memory are always readable."""
+        check_conversation_id(conversation_id)
+        return []
 
     def _put(self, conversation_id: str, messages: list[Message]) -> None:
         if messages:

@@ -13,6 +13,7 @@ from typing import Any
 from ..messages import Message
 from ._store import BlockingRepository, check_conversation_id, check_messages, decode, encode, plan_rows
 from .api import ConversationChange
+from .entries import StoredEntry, entries_from_raw
 from .sqlite import check_table_name
 
 __all__ = ["PostgresChatMemoryRepository"]
@@ -158,6 +159,27 @@ class PostgresChatMemoryRepository(BlockingRepository):
             if inserts:
                 conn.execute(self._sql["insert"], (conversation_id, [seq for seq, _ in inserts], encoded))
         return new
+
+    # -- stored entries (see advisorchain.memory.entries) --------------------------------------
+
+    def find_entries(self, conversation_id: str) -> list[StoredEntry]:
+        """Every stored entry of the conversation, readable or not, oldest first."""
+        check_conversation_id(conversation_id)
+        with self._connection() as conn:
+            rows = conn.execute(self._sql["select"], (conversation_id,)).fetchall()
+        return entries_from_raw(conversation_id, [raw for _, raw in rows])
+
+    def delete_unreadable(self, conversation_id: str) -> list[StoredEntry]:
+        """Delete the unreadable entries in one transaction under the conversation's lock."""
+        check_conversation_id(conversation_id)
+        with self._transaction() as conn:
+            self._lock(conn, conversation_id)
+            rows = conn.execute(self._sql["select"], (conversation_id,)).fetchall()
+            entries = entries_from_raw(conversation_id, [raw for _, raw in rows])
+            dropped = [(seq, e) for (seq, _), e in zip(rows, entries, strict=True) if not e.readable]
+            if dropped:
+                conn.execute(self._sql["delete_many"], (conversation_id, [seq for seq, _ in dropped]))
+        return [e for _, e in dropped]
 
     # -- turn locks (see advisorchain.memory._lock) --------------------------------------------
 

@@ -14,6 +14,7 @@ from .._checks import check_seconds
 from ..messages import Message
 from ._store import BlockingRepository, check_conversation_id, check_messages, decode_all, encode
 from .api import ConversationChange
+from .entries import StoredEntry, entries_from_raw
 from .sqlite import check_lease
 
 __all__ = ["RedisChatMemoryRepository"]
@@ -123,7 +124,34 @@ class RedisChatMemoryRepository(BlockingRepository):
                 except self._watch_error:
                     continue
 
-    def _queue_replace(self, pipe: Any, key: str, encoded: list[str]) -> None:
+    def find_entries(self, conversation_id: str) -> list[StoredEntry]:
+        """Every stored entry of the conversation, readable or not, oldest first."""
+        return entries_from_raw(conversation_id, self._client.lrange(self._key(conversation_id), 0, -1))
+
+    def delete_unreadable(self, conversation_id: str) -> list[StoredEntry]:
+        """Drop the unreadable entries optimistically (WATCH, read, replace with the readable ones
+        exactly as stored, retry on conflict); returns those dropped."""
+        key = self._key(conversation_id)
+        with self._client.pipeline(transaction=True) as pipe:
+            while True:
+                try:
+                    pipe.watch(key)
+                    raws = pipe.lrange(key, 0, -1)
+                    entries = entries_from_raw(conversation_id, raws)
+                    dropped = [e for e in entries if not e.readable]
+                    if not dropped:
+                        pipe.unwatch()
+                        return []
+                    pipe.multi()
+                    self._queue_replace(
+                        pipe, key, [r for r, e in zip(raws, entries, strict=True) if e.readable]
+                    )
+                    pipe.execute()
+                    return dropped
+                except self._watch_error:
+                    continue
+
+    def _queue_replace(self, pipe: Any, key: str, encoded: Sequence[str | bytes]) -> None:
         pipe.delete(key)
         if encoded:
             pipe.rpush(key, *encoded)

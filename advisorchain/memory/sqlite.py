@@ -14,6 +14,7 @@ from ..messages import Message
 from ._lock import owner_is_gone
 from ._store import BlockingRepository, check_conversation_id, check_messages, decode, encode, plan_rows
 from .api import ConversationChange
+from .entries import StoredEntry, entries_from_raw
 
 __all__ = ["SQLiteChatMemoryRepository"]
 
@@ -183,6 +184,25 @@ class SQLiteChatMemoryRepository(BlockingRepository):
             if encoded:
                 conn.executemany(self._insert, encoded)
         return new
+
+    # -- stored entries (see advisorchain.memory.entries) --------------------------------------
+
+    def find_entries(self, conversation_id: str) -> list[StoredEntry]:
+        """Every stored entry of the conversation, readable or not, oldest first."""
+        check_conversation_id(conversation_id)
+        with self._connection() as conn:
+            rows = conn.execute(self._select, (conversation_id,)).fetchall()
+        return entries_from_raw(conversation_id, [raw for _, raw in rows])
+
+    def delete_unreadable(self, conversation_id: str) -> list[StoredEntry]:
+        """Delete the unreadable entries in one write transaction; returns those dropped."""
+        check_conversation_id(conversation_id)
+        with self._transaction() as conn:
+            rows = conn.execute(self._select, (conversation_id,)).fetchall()
+            entries = entries_from_raw(conversation_id, [raw for _, raw in rows])
+            dropped = [(seq, e) for (seq, _), e in zip(rows, entries, strict=True) if not e.readable]
+            conn.executemany(self._delete_one, [(conversation_id, seq) for seq, _ in dropped])
+        return [e for _, e in dropped]
 
     # -- turn locks (see advisorchain.memory._lock) --------------------------------------------
 

@@ -4,15 +4,12 @@ scripted OpenAI-compatible server on loopback."""
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 import re
 import signal
 import subprocess
 import sys
 import threading
-import time
-import urllib.request
 import uuid
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -20,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
+from held_server import HeldServer
 
 from advisorchain.cli import app, main
 
@@ -184,36 +182,34 @@ def test_debug_shows_the_traceback() -> None:
     assert "CliError: OPENAI_API_KEY is not set" in result.stderr
 
 
-def test_ctrl_c_exits_130_in_one_line(server_url: str) -> None:
+def test_ctrl_c_during_a_one_shot_question_exits_130_in_one_line(held: HeldServer) -> None:
+    held.reply(hold=threading.Event())  # the server never answers: the CLI is waiting when Ctrl-C comes
     process = subprocess.Popen(
         [
-            *(sys.executable, "-m", "advisorchain.cli", "chat", "--model", "openai:weather+lat20000"),
-            *("--base-url", server_url, "--tools", "cli_tools:get_weather", "-p", "weather?"),
+            sys.executable,
+            "-m",
+            "advisorchain.cli",
+            "chat",
+            "--model",
+            "openai:m",
+            "--base-url",
+            held.url,
+            "-p",
+            "hi",
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env={**os.environ, "PYTHONPATH": str(Path(__file__).parent)},
     )
     try:
-        _wait_for_request(server_url)
+        held.wait_for_requests(1)
         process.send_signal(signal.SIGINT)
-        _, err = process.communicate(timeout=30)
+        _, err = process.communicate(timeout=120)
     finally:
         process.kill()
         process.wait()
     assert process.returncode == 130
     assert err == "error: interrupted\n"
-
-
-def _wait_for_request(server_url: str) -> None:
-    """Until the scripted server has received a new chat request (the CLI is waiting for it)."""
-    stats = server_url.removesuffix("/v1") + "/stats"
-    before = json.load(urllib.request.urlopen(stats))["requests"]
-    deadline = time.monotonic() + 30
-    while json.load(urllib.request.urlopen(stats))["requests"] == before:
-        assert time.monotonic() < deadline, "the CLI never sent its request"
-        time.sleep(0.05)
 
 
 def test_a_closed_pipe_ends_quietly(server_url: str) -> None:
@@ -317,11 +313,12 @@ def test_sessions_delete_removes_only_that_session(server_url: str) -> None:
 
 
 @pytest.mark.parametrize("command", ["show", "delete"])
-def test_an_unknown_session_is_one_error_line(command: str) -> None:
+def test_an_unknown_session_is_one_error_line_naming_the_store(command: str, _cli_env: Path) -> None:
     result = run("sessions", command, "nope")
     assert result.exit_code == 1
     assert one_error_line(result) == (
-        "error: no session 'nope'; 'advisorchain sessions list' shows the saved ones"
+        f"error: no session 'nope' in {_cli_env / 'sessions.sqlite3'}; "
+        "'advisorchain sessions list' shows the saved ones"
     )
 
 

@@ -10,14 +10,15 @@ from pathlib import Path
 
 import pytest
 from judge_server import judge_server
-from test_terminal import HERE, Pane, _tmux
+from panes import Pane, find_tmux
 
+HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 
 
 @pytest.fixture
 def evaluate(_cli_env: Path) -> Iterator[Callable[[str], Pane]]:
-    tmux = _tmux()
+    tmux = find_tmux()
     panes: list[Pane] = []
 
     def start(args: str) -> Pane:
@@ -52,7 +53,7 @@ def test_a_slow_agent_shows_progress_then_the_table_and_exit_code(
             f"{shlex.quote(str(cases))} --model openai:weather+lat400 --base-url {server_url} "
             f"--tools cli_tools:get_weather --concurrency 1 --judge openai:judge --judge-base-url {judge}"
         )
-        frames = pane.wait_for(_exited, timeout=90)
+        frames = pane.wait_for(_exited)  # panes.WAIT: a bound for a hang on a busy machine
     progress = [line for frame in frames for line in frame if line.startswith("evaluating")]
     assert progress, "the progress bar never showed"
     assert any("1/3" in line or "2/3" in line for line in progress), progress

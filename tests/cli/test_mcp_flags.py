@@ -50,7 +50,7 @@ def mcp_url() -> Iterator[str]:
         [sys.executable, str(SERVER), str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 120  # a bound for a hang
         while True:
             try:
                 socket.create_connection(("127.0.0.1", port), timeout=1).close()

@@ -61,7 +61,7 @@ class ScriptedServer:
         self._thread.join(5)
         self._loop.close()
 
-    def wait_for(self, model: str, round_: int, timeout: float = 30.0) -> None:
+    def wait_for(self, model: str, round_: int, timeout: float = 600.0) -> None:
         """Block until a request for ``round_`` of ``model`` arrived."""
         with self.round_started:
             if not self.round_started.wait_for(lambda: self.counts[(model, round_)] > 0, timeout):

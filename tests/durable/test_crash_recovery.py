@@ -73,7 +73,7 @@ async def test_dbos_run_survives_a_killed_process(
     await asyncio.to_thread(server.wait_for, model, 2)
     workers.kill(first)
     second = workers.start("dbos", system_db, "finish", workflow_id, *common, wait_ready=False)
-    assert await asyncio.to_thread(second.wait, 60) == 0
+    assert await asyncio.to_thread(second.wait, 600) == 0
 
     assert json.loads(result_file.read_text(encoding="utf-8")) == {"output": FINAL}
     _assert_ran_once_except_the_killed_round(server, model)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -50,7 +51,8 @@ def launch(system_db: str) -> Iterator[Callable[[], None]]:
 
 async def _waiting(agent: DBOSAgent[Any], workflow_id: str) -> tuple[ToolCall, ...]:
     """The pending calls, once the run waits for them (polled: the test has no other signal)."""
-    for _ in range(600):
+    deadline = time.monotonic() + 600  # a bound for a hang: a busy machine may take minutes
+    while time.monotonic() < deadline:
         pending = await agent.pending(workflow_id)
         if pending:
             return pending
@@ -191,7 +193,7 @@ async def test_an_approval_waits_across_a_killed_process(
     first = workers.start("dbos", system_db, "await-approval", workflow_id, *common)
     workers.kill(first)
     second = workers.start("dbos", system_db, "decide", workflow_id, *common, wait_ready=False)
-    assert await asyncio.to_thread(second.wait, 60) == 0
+    assert await asyncio.to_thread(second.wait, 600) == 0
 
     assert json.loads(result_file.read_text(encoding="utf-8")) == {"output": FINAL}
     assert_decided_once(server, model, tool_file, memory_db)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -50,7 +51,8 @@ def _ids() -> dict[str, str]:
 
 async def _waiting(agent: TemporalAgent[Any], handle: WorkflowHandle[Any, Any]) -> tuple[ToolCall, ...]:
     """The pending calls, once the run waits for them (polled: the test has no other signal)."""
-    for _ in range(600):
+    deadline = time.monotonic() + 600  # a bound for a hang: a busy machine may take minutes
+    while time.monotonic() < deadline:
         try:
             pending = await agent.pending(handle)
         except RPCError:  # a query needs a worker, which may not have polled yet

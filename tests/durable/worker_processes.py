@@ -39,7 +39,7 @@ class Workers:
     @staticmethod
     def kill(proc: subprocess.Popen[str]) -> None:
         proc.send_signal(signal.SIGKILL)
-        proc.wait(10)
+        proc.wait(120)
 
     def close(self) -> None:
         for proc in self.procs:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+import time
 
 import pytest
 from mcp_helpers import SCRIPTED, free_port
@@ -79,18 +80,18 @@ def test_with_raise_on_error_an_error_result_raises_tool_execution_error(scripte
 
 
 def test_a_tool_hanging_past_timeout_is_an_error_naming_the_server_and_tool(scripted_url: str) -> None:
-    with McpServerHttp(scripted_url, timeout=2) as server:
+    with McpServerHttp(scripted_url, timeout=10) as server:  # the start and the echo end well within it
         [text] = _run(server, ToolCall("c1", "slow", json.dumps({"seconds": 60, "label": "late"})))
         [after] = _run(server, ToolCall("c2", "echo", '{"text": "still serving"}'))
-    assert text.startswith("Error: MCP server 'scripted' did not answer tool 'slow' within timeout=2 seconds")
+    assert text.startswith("Error: MCP server 'scripted' did not answer tool 'slow' within timeout=10 seconds")
     assert after == "still serving"
 
 
 async def test_a_call_running_when_the_server_is_left_ends_with_an_error(scripted_url: str) -> None:
     async with McpServerHttp(scripted_url) as server:
         slow = next(cb for cb in tool_callbacks(server) if cb.definition.name == "slow")
-        running = asyncio.create_task(slow.call('{"seconds": 60, "label": "never"}', None))
-        await asyncio.sleep(0.2)
+        running = asyncio.create_task(slow.call('{"seconds": 600, "label": "never"}', None))
+        await _in_flight(server)
     with pytest.raises(McpToolError, match="MCP server 'scripted'"):
         await running
 
@@ -196,3 +197,11 @@ def test_args_given_as_one_string_are_refused() -> None:
 def test_a_url_that_is_not_http_is_refused() -> None:
     with pytest.raises(ValueError, match="'localhost:8000/mcp'"):
         McpServerHttp("localhost:8000/mcp")
+
+
+async def _in_flight(server: McpServerHttp, seconds: float = 120.0) -> None:
+    """Until a call runs on the server's session (a bound for a hang, not a timing)."""
+    deadline = time.monotonic() + seconds
+    while server._connection is None or not server._connection._requests:
+        assert time.monotonic() < deadline, "the call never started"
+        await asyncio.sleep(0.01)

@@ -231,7 +231,11 @@ _messages = st.lists(
 )
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(messages=_messages)
 def test_any_messages_round_trip_exactly(repository: Any, messages: list[Message]) -> None:
     cid = uuid.uuid4().hex

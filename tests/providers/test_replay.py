@@ -209,7 +209,7 @@ def test_importing_advisorchain_and_replay_imports_no_sdk() -> None:
         "print(sorted(m for m in ('openai', 'anthropic', 'httpx2') if m in sys.modules))"
     )
     result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO_ROOT, check=True, timeout=60
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO_ROOT, check=True, timeout=600
     )
 
     assert result.stdout.strip() == "[]"

@@ -28,11 +28,11 @@ from advisorchain.models.openai import OpenAIChatModel
 
 
 def _openai(server: FaultServer) -> OpenAIChatModel:
-    return OpenAIChatModel("m", base_url=server.url + "/v1", api_key="k", max_retries=0, timeout=2)
+    return OpenAIChatModel("m", base_url=server.url + "/v1", api_key="k", max_retries=0, timeout=60)
 
 
 def _anthropic(server: FaultServer) -> AnthropicChatModel:
-    return AnthropicChatModel("m", base_url=server.url, api_key="k", max_retries=0, timeout=2)
+    return AnthropicChatModel("m", base_url=server.url, api_key="k", max_retries=0, timeout=60)
 
 
 def _anthropic_message(text: str) -> dict[str, object]:
@@ -198,7 +198,7 @@ def test_concurrent_loops_in_threads_each_get_their_own_client() -> None:
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join(10)
+        thread.join(120)
 
     assert len({id(c) for c in made}) == 4
 

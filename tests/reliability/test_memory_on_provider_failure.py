@@ -54,7 +54,7 @@ def lookup(key: str) -> str:
 def _client(server: FaultServer) -> tuple[ChatClient, MessageWindowChatMemory]:
     memory = MessageWindowChatMemory(InMemoryChatMemoryRepository())
     model = OpenAIChatModel(
-        "fault-model", base_url=server.url + "/v1", api_key="k", max_retries=0, timeout=0.5
+        "fault-model", base_url=server.url + "/v1", api_key="k", max_retries=0, timeout=2.0
     )
     return ChatClient(model, default_advisors=[MessageChatMemoryAdvisor(memory)]), memory
 

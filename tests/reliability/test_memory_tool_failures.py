@@ -72,7 +72,9 @@ def _echo_model(tool_name: str) -> FunctionChatModel:
 
 
 def _client(memory: Any, tool_name: str, the_tool: Any) -> ChatClient:
-    loop = ToolCallingAdvisor(ToolCallingManager(tool_timeout=0.3), conversation_history_enabled=False)
+    # only the hanging tool may reach its timeout; the others get one a busy machine never reaches
+    manager = ToolCallingManager(tool_timeout=0.3 if tool_name == "hangs" else 60)
+    loop = ToolCallingAdvisor(manager, conversation_history_enabled=False)
     memory_advisor = MessageChatMemoryAdvisor(memory, order=ToolCallingAdvisor.DEFAULT_ORDER + 100)
     return ChatClient(
         _echo_model(tool_name), default_advisors=[loop, memory_advisor], default_tools=[the_tool]

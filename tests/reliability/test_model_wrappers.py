@@ -227,7 +227,7 @@ async def test_wrappers_are_chat_models_a_client_can_use() -> None:
 
 def _adapter(server: FaultServer) -> OpenAIChatModel:
     return OpenAIChatModel(
-        "fault-model", base_url=server.url + "/v1", api_key="k", max_retries=0, timeout=0.5
+        "fault-model", base_url=server.url + "/v1", api_key="k", max_retries=0, timeout=60
     )
 
 

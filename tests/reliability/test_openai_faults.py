@@ -26,7 +26,9 @@ from advisorchain import ChatClient, ModelError, Prompt, UserMessage, tool
 from advisorchain.model import ChatOptions, ChatResponse
 from advisorchain.models.openai import OpenAIChatModel
 
-TIMEOUT = 0.5
+TIMEOUT = 2.0
+"""The read timeout: only a Stall (which never ends) may reach it; every other reply is sent at
+once, and a busy machine still delivers each of its reads well within it."""
 
 
 pytestmark = pytest.mark.usefixtures("http_path")  # every fault on both HTTP paths

@@ -475,6 +475,6 @@ def test_sync_tools_can_make_nested_blocking_calls_in_parallel() -> None:
     import subprocess
     import sys
 
-    done = subprocess.run([sys.executable, "-c", _NESTED_SCRIPT], capture_output=True, text=True, timeout=60)
+    done = subprocess.run([sys.executable, "-c", _NESTED_SCRIPT], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == ",".join(["inner done"] * 8)

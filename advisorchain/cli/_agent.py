@@ -1,0 +1,193 @@
+"""The agent the flags describe (``AgentOptions``), built in one place for every command that runs
+one: its model, its tools (MCP servers entered, each call shown), the approver, memory, and one turn
+of conversation with what the screen shows meanwhile."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Sequence
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..client import ChatClient
+from ..errors import ModelError
+from ..memory import ChatMemory, ChatMemoryDecodeError, ChatMemoryRepository
+from ..model import ChatModel
+from ._display import Display, LineReader, ShownTool, approver, read_line, stdin_is_terminal
+from ._options import AgentOptions, ModelOptions
+from ._setup import CliError, build_model, load_tools, mcp_servers, parse_model, server_of
+
+__all__ = [
+    "MAX_MESSAGES",
+    "Agent",
+    "ModelChoice",
+    "agent_client",
+    "ask",
+    "close_model",
+    "describe_failure",
+    "open_agent",
+]
+
+MAX_MESSAGES = 200
+"""How many messages of a conversation the CLI's memory keeps (and sends)."""
+
+
+@dataclass(frozen=True)
+class ModelChoice:
+    """A built model and how it was asked for (``provider:name``), with the options it came from."""
+
+    label: str
+    model: ChatModel
+    options: ModelOptions
+
+    @property
+    def provider(self) -> str:
+        """The provider part of the label."""
+        return self.label.partition(":")[0]
+
+    @classmethod
+    def build(cls, options: ModelOptions) -> ModelChoice:
+        """The model ``options`` name (``--model provider:name``, ``--base-url``, ``--timeout``)."""
+        if options.model is None:
+            raise CliError("no model given: pass --model provider:name")
+        provider, name = parse_model(options.model)
+        return cls(options.model, build_model(provider, name, options.base_url, options.timeout), options)
+
+    def switched(self, label: str) -> ModelChoice:
+        """Another model with the same timeout; the same ``--base-url`` only for the same provider."""
+        provider, _ = parse_model(label)
+        base_url = self.options.base_url if provider == self.provider else None
+        return ModelChoice.build(ModelOptions(label, base_url, self.options.timeout))
+
+
+@dataclass
+class Agent:
+    """What one command runs: a model (switchable), a system message, the tools and memory."""
+
+    model: ModelChoice
+    system: str | None
+    tools: list[ShownTool]
+    manager: Any
+    repository: ChatMemoryRepository
+    memory: ChatMemory = field(init=False)
+
+    def __post_init__(self) -> None:
+        from ..memory import MessageWindowChatMemory
+
+        self.memory = MessageWindowChatMemory(self.repository, max_messages=MAX_MESSAGES)
+
+    def use_repository(self, repository: ChatMemoryRepository) -> None:
+        """Keep conversations in ``repository`` from now on."""
+        self.repository = repository
+        self.__post_init__()
+
+    async def switch_model(self, label: str) -> None:
+        """Use the model ``label`` from now on; the previous model's client is closed."""
+        previous, self.model = self.model, self.model.switched(label)
+        await close_model(previous.model)
+
+    async def aclose(self) -> None:
+        """Close the model's client."""
+        await close_model(self.model.model)
+
+    def client(self) -> ChatClient:
+        """A client for the agent as it is now."""
+        return agent_client(self.model.model, self.system, list(self.tools), self.memory, self.manager)
+
+
+def agent_client(
+    model: ChatModel, system: str | None, tools: Sequence[object], memory: ChatMemory, manager: Any
+) -> ChatClient:
+    """The agent every command runs (chat, demo, eval, web): memory outside the tool loop (a
+    cancelled or failed turn stores nothing), the tool loop with ``manager``, the tools, the system text."""
+    from ..advisors import MessageChatMemoryAdvisor, ToolCallingAdvisor
+
+    return ChatClient(
+        model,
+        default_system=system,
+        default_advisors=[MessageChatMemoryAdvisor(memory), ToolCallingAdvisor(manager)],
+        default_tools=list(tools),
+    )
+
+
+async def open_agent(
+    options: AgentOptions,
+    repository: ChatMemoryRepository,
+    stack: AsyncExitStack,
+    display: Display,
+    *,
+    capture: bool,
+    read: LineReader = read_line,
+) -> Agent:
+    """The agent of ``options``: the model built, the MCP servers entered on ``stack`` (which also
+    closes the model's client at the end), every tool shown on ``display`` as it runs."""
+    from ..tools import ToolCallingManager, tool_callbacks
+
+    agent_tools = load_tools(options.tools)  # usage errors (exit 2) before a missing key (exit 1)
+    servers = mcp_servers(options.mcp, options.mcp_url)
+    model = ModelChoice.build(options.model)
+    manager = ToolCallingManager(approver=approver(display, options.approve_all, stdin_is_terminal(), read))
+    agent = Agent(model, options.system, [], manager, repository)
+    stack.push_async_callback(agent.aclose)
+    entered = [await stack.enter_async_context(server) for server in servers]
+    agent.tools = [ShownTool(cb, display, capture=capture) for cb in tool_callbacks(*agent_tools, *entered)]
+    return agent
+
+
+async def close_model(model: ChatModel) -> None:
+    """Close the provider SDK's HTTP client inside the loop that used it."""
+    close = getattr(getattr(model, "client", None), "close", None)
+    if callable(close):
+        result = close()
+        if inspect.isawaitable(result):
+            await result
+
+
+async def ask(
+    agent: Agent,
+    conversation_id: str,
+    question: str,
+    display: Display,
+    *,
+    stream: bool,
+    collector: Any = None,
+) -> None:
+    """One turn: the question asked, the answer shown as it comes (and the trace tree after it)."""
+    if collector is not None:
+        collector.start()
+    display.watch_silence(server_of(agent.model.model), agent.model.options.timeout)
+    display.waiting()
+    spec = agent.client().prompt(question).param(ChatMemory.CONVERSATION_ID, conversation_id)
+    try:
+        if stream:
+            async for delta in spec.astream().content():
+                display.text(delta)
+        else:
+            display.text(await spec.acall().content() or "")
+    finally:
+        display.end_answer()
+        if collector is not None:
+            from ._trace import render_tree
+
+            display.show(render_tree(collector.take()))
+
+
+def describe_failure(exc: BaseException, *, session: str | None, store_label: str | None) -> str | None:
+    """What to tell the user about a failed turn, with what to do; None when the error's own text
+    says it (or it is not one the CLI knows)."""
+    if isinstance(exc, ModelError) and exc.error_type == "timeout":
+        return f"{exc} (--timeout SECONDS waits longer)"
+    if isinstance(exc, ChatMemoryDecodeError) and session is not None:
+        where = f" in {store_label}" if store_label else ""
+        return (
+            f"session {session!r}{where}: {exc.reason} (stored message {exc.position}); "
+            f"'advisorchain sessions repair {session}' drops the unreadable messages"
+        )
+    module = type(exc).__module__.partition(".")[0]
+    if module in _STORE_DRIVERS and store_label is not None:
+        return f"memory store {store_label}: {type(exc).__name__}: {exc}"
+    return None
+
+
+_STORE_DRIVERS: Sequence[str] = ("sqlite3", "psycopg", "psycopg_pool", "redis")
