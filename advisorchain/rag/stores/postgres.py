@@ -202,8 +202,7 @@ class PostgresVectorStore(BaseVectorStore):
         if isinstance(exc, self._psycopg.OperationalError):
             return (
                 f"{self!r}: the PostgreSQL server could not be reached or dropped the connection "
-                f"({reason}); check that it is running and accepts connections (a write that failed "
-                "this way left nothing of its batch)"
+                f"({reason}); check that it is running and accepts connections"
             )
         if isinstance(exc, errors.InsufficientPrivilege):
             return f"{self!r}: the role may not use table {self.table!r} ({reason}); grant it, or pass table="
