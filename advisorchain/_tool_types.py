@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from .errors import ChainConfigurationError
+from .errors import ChainConfigurationError, ToolError
 
 __all__ = [
     "InvalidToolArgumentsError",
@@ -85,7 +85,7 @@ class ToolContext(Mapping[str, Any]):
         return None if value is None else str(value)
 
 
-class InvalidToolArgumentsError(ValueError):
+class InvalidToolArgumentsError(ToolError, ValueError):
     """The arguments a model sent for a tool are malformed or do not match its input schema.
 
     Raise it from a ToolCallback's ``call`` to have the ToolCallingManager hand the message to the

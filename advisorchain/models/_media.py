@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..errors import ModelError
+from ..errors import ModelError, UnsupportedRequestError
 from ..messages import Media
 
 __all__ = ["anthropic_blocks", "openai_chat_parts", "responses_parts"]
@@ -28,7 +28,7 @@ _AUDIO_FORMATS = {"audio/wav": "wav", "audio/x-wav": "wav", "audio/mpeg": "mp3",
 
 def _unsupported(media: Media, provider: str, accepted: str) -> ModelError:
     form = "a URL" if media.url is not None else "inline data"
-    return ModelError(
+    return UnsupportedRequestError(
         f"{provider} cannot take {media!r} ({media.mime_type} as {form}) in a user message; it accepts "
         f"{accepted}. Convert the medium, or send it to a model that takes it",
         error_type="unsupported_media",
@@ -100,7 +100,7 @@ def anthropic_blocks(media: Sequence[Media]) -> list[dict[str, Any]]:
             try:
                 text = item.data.decode("utf-8")
             except UnicodeDecodeError as exc:
-                raise ModelError(
+                raise UnsupportedRequestError(
                     f"Anthropic takes text/plain documents as UTF-8 text, and {item!r} is not UTF-8 "
                     f"({exc}); decode it yourself and send the text",
                     error_type="unsupported_media",

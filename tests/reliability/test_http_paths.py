@@ -1,4 +1,4 @@
-"""The two ways an OpenAI request travels (``advisorchain.models._transport``): aiohttp, chosen
+"""The two ways an OpenAI request travels (``advisorchain.models._http.transport``): aiohttp, chosen
 when it is installed and can carry the SDK client's exact configuration, and the SDK's own httpx2
 stack otherwise. Both send the same request and report the same errors; the SDK client stays the
 source of truth for the key, headers, timeouts and retry policy."""
@@ -21,7 +21,7 @@ from fault_server import (
 
 from advisorchain import ModelError, Prompt, UserMessage, tool
 from advisorchain.model import ChatOptions
-from advisorchain.models._transport import AiohttpPath, SdkPath
+from advisorchain.models._http.transport import AiohttpPath, SdkPath
 from advisorchain.models.anthropic import AnthropicChatModel
 from advisorchain.models.openai import OpenAIChatModel
 
@@ -198,17 +198,16 @@ async def test_a_finished_stream_gives_its_connection_back(server: FaultServer) 
     assert server.connections - before == 1
 
 
-# -- Anthropic: the SDK's own aiohttp client under each loop's client ------------------------------
+# -- Anthropic: the same two paths ------------------------------------------------------------------
 
 
-async def test_an_anthropic_client_runs_on_the_sdks_aiohttp_client_unless_told_not_to(
+async def test_an_anthropic_client_travels_over_aiohttp_unless_told_not_to(
     server: FaultServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     anthropic = pytest.importorskip("anthropic")
-    template = anthropic.AsyncAnthropic(api_key="k", base_url=server.url)
-    model = AnthropicChatModel("claude-x", client=template)
-    assert isinstance((await model._clients.current())._client, anthropic.DefaultAioHttpClient)
+    model = AnthropicChatModel("claude-x", client=anthropic.AsyncAnthropic(api_key="k", base_url=server.url))
+    assert isinstance(await model._clients.current_companion(), AiohttpPath)
 
     _use(monkeypatch, "sdk")
     kept = AnthropicChatModel("claude-x", client=anthropic.AsyncAnthropic(api_key="k", base_url=server.url))
-    assert not isinstance((await kept._clients.current())._client, anthropic.DefaultAioHttpClient)
+    assert isinstance(await kept._clients.current_companion(), SdkPath)
