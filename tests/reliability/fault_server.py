@@ -254,7 +254,9 @@ def json_reply(status: int, body: Any, headers: dict[str, str] | None = None) ->
     return [Send(_head(status, all_headers) + data)]
 
 
-def raw_reply(status: int, content_type: str, body: bytes, headers: dict[str, str] | None = None) -> list[Step]:
+def raw_reply(
+    status: int, content_type: str, body: bytes, headers: dict[str, str] | None = None
+) -> list[Step]:
     """A whole response of any content type (an HTML error page, plain text...)."""
     all_headers = {"content-type": content_type, "content-length": str(len(body)), **(headers or {})}
     return [Send(_head(status, all_headers) + body)]
@@ -485,7 +487,9 @@ def responses_text_events(*deltas: str, complete: bool = True) -> list[dict[str,
     return events
 
 
-def responses_tool_events(name: str, argument_pieces: Sequence[str], *, complete: bool = True) -> list[dict[str, Any]]:
+def responses_tool_events(
+    name: str, argument_pieces: Sequence[str], *, complete: bool = True
+) -> list[dict[str, Any]]:
     """Responses stream events of one function call whose arguments come in pieces."""
     item = {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": name, "arguments": ""}
     events: list[dict[str, Any]] = [

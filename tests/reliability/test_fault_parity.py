@@ -235,7 +235,9 @@ _NGINX_502 = (
     b"<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n"
     b"<center><h1>502 Bad Gateway</h1></center>\r\n<hr><center>nginx/1.25.3</center>\r\n</body>\r\n</html>\r\n"
 )
-_LOGIN_PAGE = b"<!DOCTYPE html>\n<html><head><title>Sign in - Corporate Proxy</title></head><body>...</body></html>"
+_LOGIN_PAGE = (
+    b"<!DOCTYPE html>\n<html><head><title>Sign in - Corporate Proxy</title></head><body>...</body></html>"
+)
 
 
 def _cut_body(adapter: Adapter, tail: list[Step]) -> list[Step]:
@@ -279,7 +281,11 @@ CASES: dict[str, Case] = {
         _error(IncompleteAnswerError, "is incomplete"),
     ),
     "429 with retry-after": Case(
-        lambda a: [json_reply(429, {"error": {"message": "slow down", "type": "rate_limit_error"}}, {"retry-after": "3"})],
+        lambda a: [
+            json_reply(
+                429, {"error": {"message": "slow down", "type": "rate_limit_error"}}, {"retry-after": "3"}
+            )
+        ],
         expect=_error(ModelStatusError, "slow down", status=429, retry_after=3.0),
     ),
     "503 without retry-after": Case(
@@ -291,7 +297,10 @@ CASES: dict[str, Case] = {
         expect=_error(ModelStatusError, "later", status=429, retry_after=0.25),
     ),
     "500 then an answer, retried": Case(
-        lambda a: [json_reply(500, {"error": {"message": "busy"}}, {"retry-after-ms": "1"}), a.answer("done")],
+        lambda a: [
+            json_reply(500, {"error": {"message": "busy"}}, {"retry-after-ms": "1"}),
+            a.answer("done"),
+        ],
         expect=_answer("done"),
         requests=2,
         model_kwargs={"max_retries": 2},
@@ -314,16 +323,25 @@ CASES: dict[str, Case] = {
     ),
     "an HTML 502 from a proxy": Case(
         lambda a: [raw_reply(502, "text/html", _NGINX_502)],
-        expect=_error(ModelStatusError, "HTTP 502 Bad Gateway (text/html)", "<title>502 Bad Gateway</title>", status=502),
+        expect=_error(
+            ModelStatusError, "HTTP 502 Bad Gateway (text/html)", "<title>502 Bad Gateway</title>", status=502
+        ),
     ),
     "an HTML 502 on a streamed request": Case(
         lambda a: [raw_reply(502, "text/html", _NGINX_502)],
         "stream",
-        _error(ModelStatusError, "HTTP 502 Bad Gateway (text/html)", "<title>502 Bad Gateway</title>", status=502),
+        _error(
+            ModelStatusError, "HTTP 502 Bad Gateway (text/html)", "<title>502 Bad Gateway</title>", status=502
+        ),
     ),
     "a login page with status 200": Case(
         lambda a: [raw_reply(200, "text/html; charset=utf-8", _LOGIN_PAGE)],
-        expect=_error(InvalidResponseError, "not JSON", "HTTP 200 OK (text/html)", "<title>Sign in - Corporate Proxy</title>"),
+        expect=_error(
+            InvalidResponseError,
+            "not JSON",
+            "HTTP 200 OK (text/html)",
+            "<title>Sign in - Corporate Proxy</title>",
+        ),
     ),
     "a login page on a streamed request": Case(
         lambda a: [raw_reply(200, "text/html", _LOGIN_PAGE)],
@@ -331,7 +349,9 @@ CASES: dict[str, Case] = {
         _error(InvalidResponseError, "not an event stream", "HTTP 200 OK (text/html)", "<title>Sign in"),
     ),
     "plain text on a streamed request": Case(
-        lambda a: [raw_reply(200, "text/plain", b"upstream connect error or disconnect/reset before headers\n")],
+        lambda a: [
+            raw_reply(200, "text/plain", b"upstream connect error or disconnect/reset before headers\n")
+        ],
         "stream",
         _error(InvalidResponseError, "not an event stream", "(text/plain)", "upstream connect error"),
     ),
