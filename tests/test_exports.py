@@ -103,10 +103,16 @@ def test_model_wrappers_are_importable_only_from_models() -> None:
 
 
 def test_the_typed_error_tree_is_exported_from_errors_and_the_top_level() -> None:
-    names = (
-        "ModelStatusError ContextLengthExceededError ModelConnectionError ModelTimeoutError "
-        "IncompleteAnswerError InvalidResponseError UnsupportedRequestError ToolError"
-    ).split()
+    names = [
+        "ModelStatusError",
+        "ContextLengthExceededError",
+        "ModelConnectionError",
+        "ModelTimeoutError",
+        "IncompleteAnswerError",
+        "InvalidResponseError",
+        "UnsupportedRequestError",
+        "ToolError",
+    ]
     errors = importlib.import_module("advisorchain.errors")
     assert [n for n in names if n not in errors.__all__ or n not in advisorchain.__all__] == []
     assert all(issubclass(getattr(errors, n), errors.AdvisorChainError) for n in names)

@@ -11,6 +11,7 @@ from typing import Any
 
 import click
 
+from .._urls import redact_url
 from ..errors import AdvisorChainError
 from ..memory import ChatMemoryRepository
 from ..model import ChatModel
@@ -123,7 +124,7 @@ def mcp_servers(commands: tuple[str, ...], urls: tuple[str, ...]) -> list[Any]:
         servers.append(mcp.McpServerStdio(parts[0], parts[1:]))
     for url in urls:
         if not url.startswith(("http://", "https://")):
-            raise click.BadParameter(f"{url!r} is not an http(s) URL", param_hint="'--mcp-url'")
+            raise click.BadParameter(f"{redact_url(url)!r} is not an http(s) URL", param_hint="'--mcp-url'")
         servers.append(mcp.McpServerHttp(url))
     return servers
 
@@ -154,7 +155,7 @@ def open_repository(url: str | None) -> ChatMemoryRepository:
             path = url[len("sqlite:///") :]
             if not path:
                 raise click.BadParameter(
-                    f"{url!r} names no file; use sqlite:///chat.db", param_hint="'--memory'"
+                    f"{redact_url(url)!r} names no file; use sqlite:///chat.db", param_hint="'--memory'"
                 )
             return SQLiteChatMemoryRepository(Path(path))
         if url.startswith(("postgresql://", "postgres://")):
@@ -163,12 +164,12 @@ def open_repository(url: str | None) -> ChatMemoryRepository:
             return RedisChatMemoryRepository(url)
     except ImportError as exc:
         extra = "postgres" if url and url.startswith("postgres") else "redis"
-        raise CliError(f"--memory {url!r} needs pip install 'advisorchain[{extra}]'") from exc
+        raise CliError(f"--memory {redact_url(url)!r} needs pip install 'advisorchain[{extra}]'") from exc
     except click.BadParameter:
         raise
     except Exception as exc:
-        raise CliError(f"cannot open the memory store {url!r}: {exc}") from exc
+        raise CliError(f"cannot open the memory store {redact_url(url)!r}: {exc}") from exc
     raise click.BadParameter(
-        f"{url!r} is not a store URL; use sqlite:///file.db, postgresql://… or redis://…",
+        f"{redact_url(url)!r} is not a store URL; use sqlite:///file.db, postgresql://… or redis://…",
         param_hint="'--memory'",
     )

@@ -26,6 +26,7 @@ from mcp.shared.exceptions import MCPError
 from opentelemetry import trace
 
 from .. import _sync
+from .._urls import redact_url
 from ..errors import ChainConfigurationError
 from ..tools import InvalidToolArgumentsError, ToolCallback, ToolContext, ToolDefinition, ToolMetadata
 from ._connection import Connection, ConnectionClosed
@@ -371,10 +372,10 @@ class McpServerHttp(_McpServer):
         self.headers = dict(headers) if headers is not None else None
 
     def __repr__(self) -> str:
-        return f"McpServerHttp({self.url!r})"
+        return f"McpServerHttp({redact_url(self.url)!r})"
 
     def _label(self) -> str:
-        return self.url
+        return redact_url(self.url)
 
     def _open_client(self, on_message: MessageHandlerFnT) -> AbstractAsyncContextManager[mcp.Client]:
         return mcp.Client(self._transport(), mode="legacy", message_handler=on_message, cache=None)
@@ -390,7 +391,7 @@ class McpServerHttp(_McpServer):
 
     def _start_hint(self, error: BaseException) -> str:
         if isinstance(error, httpx2.ConnectError):
-            return f"; is the server running and listening at {self.url!r}?"
+            return f"; is the server running and listening at {redact_url(self.url)!r}?"
         return ""
 
 

@@ -39,6 +39,7 @@ import weakref
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, cast
+from urllib.parse import urlsplit, urlunsplit
 
 from ..._urls import split_userinfo
 from ...errors import ModelError
@@ -123,8 +124,15 @@ class _Endpoint:
         self.client = client
         self.path = path
         self.provider = provider
-        self.url = str(client.base_url).rstrip("/") + path
+        self.url = _endpoint_url(str(client.base_url), path)
+        """The endpoint's URL, as errors name it (redacted there)."""
         self._security = security
+
+
+def _endpoint_url(base_url: str, path: str) -> str:
+    """``path`` under ``base_url``, its query kept after it (``.../v1/chat/completions?x=1``)."""
+    parts = urlsplit(base_url)
+    return urlunsplit(parts._replace(path=parts.path.rstrip("/") + path))
 
 
 # -- the SDK's own stack ---------------------------------------------------------------------------
@@ -335,7 +343,7 @@ class AiohttpPath(_Endpoint):
             )
             if response.status < 400:
                 if stream:
-                    return _AiohttpReply(response, self.provider, template)
+                    return _AiohttpReply(response, self.provider, self.url, template.read_timeout)
                 # Read inside the attempt: a body that breaks or stalls is retried, as the SDK's
                 # stack (which reads a whole answer before it returns) retries it.
                 return _ReadReply(response.status, response.headers, await _read(response))
@@ -347,7 +355,7 @@ class AiohttpPath(_Endpoint):
             if not last:
                 raise _Retry(exc) from exc
             raise model_error(
-                self.provider, url=template.url, exception=exc, read_timeout=template.read_timeout
+                self.provider, url=self.url, exception=exc, read_timeout=template.read_timeout
             ) from exc
         self._log.debug("Encountered an HTTP status error: %i", response.status)
         if not last and self.client._should_retry(_StatusView(response)):
@@ -373,10 +381,10 @@ class AiohttpPath(_Endpoint):
                 raw = await _read(response)
             except (aiohttp.ClientError, TimeoutError) as exc:
                 return model_error(
-                    self.provider, url=template.url, exception=exc, read_timeout=template.read_timeout
+                    self.provider, url=self.url, exception=exc, read_timeout=template.read_timeout
                 )
         return model_error(
-            self.provider, url=template.url, status=response.status, headers=response.headers, content=raw
+            self.provider, url=self.url, status=response.status, headers=response.headers, content=raw
         )
 
     async def _template(self, sdk_options: Mapping[str, Any]) -> _Template:
@@ -480,20 +488,23 @@ class _ReadReply:
 
 
 class _AiohttpReply:
-    def __init__(self, response: aiohttp.ClientResponse, provider: str, template: _Template) -> None:
+    def __init__(
+        self, response: aiohttp.ClientResponse, provider: str, url: str, read_timeout: float | None
+    ) -> None:
         self._response = response
         self._provider = provider
-        self._template = template
+        self._url = url
+        self._read_timeout = read_timeout
         self.status = response.status
         self.headers: Mapping[str, str] = response.headers
 
     def _error(self, exc: BaseException, *, mid_stream: bool) -> ModelError:
         return model_error(
             self._provider,
-            url=self._template.url,
+            url=self._url,
             exception=exc,
             mid_stream=mid_stream,
-            read_timeout=self._template.read_timeout,
+            read_timeout=self._read_timeout,
         )
 
     async def read(self) -> bytes:
