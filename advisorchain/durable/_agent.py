@@ -17,6 +17,7 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import TypeAdapter
 
+from .._checks import check_conversation_id
 from ..advisors import AdvisorParams, ToolCallingAdvisor
 from ..advisors.api import CallAdvisorChain, ChatClientRequest, ChatClientResponse, Ordered
 from ..client import ChatClient, ChatClientRequestSpec
@@ -395,8 +396,8 @@ def run_input(
     """The JSON-safe input of a durable run (checked here, so bad input fails at the caller)."""
     if user is not None and not isinstance(user, str):
         raise ChainConfigurationError(f"the user text must be a str, got {user!r}")
-    if conversation_id is not None and (not isinstance(conversation_id, str) or not conversation_id):
-        raise ChainConfigurationError(f"conversation_id must be a non-empty str, got {conversation_id!r}")
+    if conversation_id is not None:
+        check_conversation_id(conversation_id, "conversation_id")
     return {
         "user": user,
         "messages": [message_to_dict(m) for m in messages],
