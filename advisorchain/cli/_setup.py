@@ -143,6 +143,11 @@ def default_sessions_path() -> Path:
     return directory / "sessions.sqlite3"
 
 
+def _store_url(url: str | None) -> str:
+    """A ``--memory`` URL as messages show it: without its password (the default store for None)."""
+    return repr(redact_url(url)) if url is not None else f"{str(default_sessions_path())!r}"
+
+
 def open_repository(url: str | None) -> ChatMemoryRepository:
     """The store named by ``--memory`` (``sqlite:///file``, ``postgresql://…``, ``redis://…``), the
     default SQLite file when ``url`` is None."""
@@ -164,11 +169,11 @@ def open_repository(url: str | None) -> ChatMemoryRepository:
             return RedisChatMemoryRepository(url)
     except ImportError as exc:
         extra = "postgres" if url and url.startswith("postgres") else "redis"
-        raise CliError(f"--memory {redact_url(url)!r} needs pip install 'advisorchain[{extra}]'") from exc
+        raise CliError(f"--memory {_store_url(url)} needs pip install 'advisorchain[{extra}]'") from exc
     except click.BadParameter:
         raise
     except Exception as exc:
-        raise CliError(f"cannot open the memory store {redact_url(url)!r}: {exc}") from exc
+        raise CliError(f"cannot open the memory store {_store_url(url)}: {exc}") from exc
     raise click.BadParameter(
         f"{redact_url(url)!r} is not a store URL; use sqlite:///file.db, postgresql://… or redis://…",
         param_hint="'--memory'",
