@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from .errors import ChainConfigurationError, ToolError
+from .messages import Media
 
 __all__ = [
     "InvalidToolArgumentsError",
@@ -21,6 +22,7 @@ __all__ = [
     "ToolDefinition",
     "ToolMetadata",
     "ToolRegistry",
+    "ToolText",
 ]
 
 
@@ -83,6 +85,30 @@ class ToolContext(Mapping[str, Any]):
         """The conversation this tool call belongs to, when the request named one."""
         value = self._data.get("conversation_id")
         return None if value is None else str(value)
+
+
+class ToolText(str):
+    """A tool's text result that carries media beside it (an MCP tool's image, say).
+
+    It is a ``str``, so it goes wherever a tool's result goes (the ``ToolCallback`` protocol is
+    unchanged); the ToolCallingManager copies ``media`` into the call's ``ToolResponse``, and each
+    provider adapter sends it in its own way. A tool of your own may return one too::
+
+        return ToolText("The chart is attached.", [Media("image/png", data=png_bytes)])
+    """
+
+    media: tuple[Media, ...]
+
+    def __new__(cls, text: str = "", media: Iterable[Media] = ()) -> ToolText:
+        value = super().__new__(cls, text)
+        value.media = tuple(media)
+        return value
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (ToolText, (str(self), self.media))
+
+    def __repr__(self) -> str:
+        return f"ToolText({str(self)!r}, media={list(self.media)!r})"
 
 
 class InvalidToolArgumentsError(ToolError, ValueError):

@@ -5,6 +5,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -m venv .venv
 .venv/bin/pip install -q --disable-pip-version-check -e '.[dev]'
+# The MCP reference server (@modelcontextprotocol/server-everything) for tests/mcp, when node is here;
+# without it those tests skip, saying so.
+if command -v npm >/dev/null && [[ ! -e .mcp-everything/node_modules/@modelcontextprotocol/server-everything ]]; then
+    npm install --prefix .mcp-everything --no-audit --no-fund --silent \
+        @modelcontextprotocol/server-everything@2026.8.31 >&2 \
+        || echo "test.sh: could not install @modelcontextprotocol/server-everything; its tests skip" >&2
+fi
 # Real PostgreSQL and Redis on loopback for the memory tests (unless the caller already points at
 # servers); the trap stops them however the run ends.
 if [[ -z "${ADVISORCHAIN_TEST_POSTGRES_DSN:-}" || -z "${ADVISORCHAIN_TEST_REDIS_URL:-}" ]]; then

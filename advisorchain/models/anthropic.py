@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ._extras import missing_extra
-from ._media import anthropic_blocks
+from ._media import anthropic_blocks, tool_media
 
 try:
     import anthropic
@@ -42,6 +42,7 @@ from ..messages import (
     Message,
     SystemMessage,
     ToolCall,
+    ToolResponse,
     ToolResponseMessage,
     UserMessage,
 )
@@ -255,11 +256,17 @@ def _turn(message: Message) -> tuple[str, list[dict[str, Any]]]:
     if isinstance(message, AssistantMessage):
         return "assistant", _assistant_blocks(message)
     if isinstance(message, ToolResponseMessage):
-        return "user", [
-            {"type": "tool_result", "tool_use_id": r.id, "content": r.response_data}
-            for r in message.responses
-        ]
+        return "user", [_tool_result(r) for r in message.responses]
     raise TypeError(f"cannot send {message!r} to a chat model: it is not a Message")
+
+
+def _tool_result(response: ToolResponse) -> dict[str, Any]:
+    """A ``tool_result`` block; the media the tool returned go inside it, after its text."""
+    if not response.media:
+        return {"type": "tool_result", "tool_use_id": response.id, "content": response.response_data}
+    text, blocks = tool_media(response, anthropic_blocks, "in a tool result")
+    content = [{"type": "text", "text": text}] if text else []
+    return {"type": "tool_result", "tool_use_id": response.id, "content": [*content, *blocks]}
 
 
 def _assistant_blocks(message: AssistantMessage) -> list[dict[str, Any]]:

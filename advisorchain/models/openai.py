@@ -49,7 +49,7 @@ from ._common import (
 from ._http.failures import incomplete_answer, model_error, not_an_object
 from ._http.sse import DONE as _DONE
 from ._http.wire import HISTORY, WireCache, history_body
-from ._media import openai_chat_parts
+from ._media import openai_chat_parts, tool_media, tool_media_heading
 from ._openai_client import BEARER_AUTH, client_for, require_sdk
 
 if TYPE_CHECKING:
@@ -194,12 +194,29 @@ def _wire_message(message: Message, replay_reasoning: bool) -> tuple[dict[str, A
     if isinstance(message, AssistantMessage):
         return (_assistant_param(message, replay_reasoning),)
     if isinstance(message, ToolResponseMessage):
+        if any(r.media for r in message.responses):
+            return _tool_messages_with_media(message)
         return tuple(
             {"role": "tool", "tool_call_id": r.id, "content": r.response_data} for r in message.responses
         )
     if isinstance(message, SystemMessage):
         return ({"role": "system", "content": message.text},)
     raise TypeError(f"cannot send {message!r} to a chat model: it is not a Message")
+
+
+def _tool_messages_with_media(message: ToolResponseMessage) -> tuple[dict[str, Any], ...]:
+    """The tool messages, then one user message with the media the tools returned (a tool message
+    takes only text), each call's media under a line naming the call."""
+    items: list[dict[str, Any]] = []
+    attached: list[dict[str, Any]] = []
+    for response in message.responses:
+        text, parts = tool_media(response, openai_chat_parts, "in a message")
+        items.append({"role": "tool", "tool_call_id": response.id, "content": text})
+        if parts:
+            attached += [{"type": "text", "text": tool_media_heading(response)}, *parts]
+    if attached:
+        items.append({"role": "user", "content": attached})
+    return tuple(items)
 
 
 def _user_content(message: UserMessage) -> str | list[dict[str, Any]]:

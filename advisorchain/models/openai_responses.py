@@ -54,7 +54,7 @@ from ._common import (
 from ._http.failures import incomplete_answer, model_error, not_an_object
 from ._http.sse import DONE
 from ._http.wire import HISTORY, WireCache, history_body
-from ._media import responses_parts
+from ._media import responses_parts, tool_media, tool_media_heading
 from ._openai_client import BEARER_AUTH, client_for, require_sdk
 
 if TYPE_CHECKING:
@@ -197,6 +197,8 @@ def _input_items(message: Message) -> tuple[dict[str, Any], ...]:
     if isinstance(message, AssistantMessage):
         return tuple(_assistant_items(message))
     if isinstance(message, ToolResponseMessage):
+        if any(r.media for r in message.responses):
+            return _tool_items_with_media(message)
         return tuple(
             {"type": "function_call_output", "call_id": r.id, "output": r.response_data}
             for r in message.responses
@@ -204,6 +206,21 @@ def _input_items(message: Message) -> tuple[dict[str, Any], ...]:
     if isinstance(message, SystemMessage):
         return ({"role": "system", "content": message.text},)
     raise TypeError(f"cannot send {message!r} to a chat model: it is not a Message")
+
+
+def _tool_items_with_media(message: ToolResponseMessage) -> tuple[dict[str, Any], ...]:
+    """The function call outputs, then one user message with the media the tools returned (an
+    output takes only text), each call's media under a line naming the call."""
+    items: list[dict[str, Any]] = []
+    attached: list[dict[str, Any]] = []
+    for response in message.responses:
+        text, parts = tool_media(response, responses_parts, "in a message")
+        items.append({"type": "function_call_output", "call_id": response.id, "output": text})
+        if parts:
+            attached += [{"type": "input_text", "text": tool_media_heading(response)}, *parts]
+    if attached:
+        items.append({"role": "user", "content": attached})
+    return tuple(items)
 
 
 def _user_content(message: UserMessage) -> str | list[dict[str, Any]]:
