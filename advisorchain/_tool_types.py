@@ -86,6 +86,14 @@ class ToolContext(Mapping[str, Any]):
         value = self._data.get("conversation_id")
         return None if value is None else str(value)
 
+    @property
+    def run_id(self) -> str | None:
+        """The workflow id of the durable run (Temporal, DBOS) this call belongs to, else None.
+        With ``self["tool_call_id"]`` it is the key a tool with side effects deduplicates on: a
+        crash makes the call in flight run again, with the same key."""
+        value = self._data.get("run_id")
+        return None if value is None else str(value)
+
 
 class ToolText(str):
     """A tool's text result that carries media beside it (an MCP tool's image, say).

@@ -266,7 +266,9 @@ class ToolCallingManager:
             if isinstance(decision, Approved) and decision.arguments is not None:
                 run = ToolCall(call.id, call.name, decision.arguments)  # the history keeps the model's call
             try:
-                text = await self._invoke(run, callback, callbacks, context)
+                text = await self._invoke(
+                    run, callback, callbacks, ToolContext(context, tool_call_id=call.id)
+                )
             except _ToolFailure as failure:
                 cause = failure.__cause__
                 if s is not None:
