@@ -106,6 +106,7 @@ if _typing.TYPE_CHECKING:
         ToolDefinition,
         ToolExecutionResult,
         ToolMetadata,
+        ToolText,
         tool,
         tool_callbacks,
     )
@@ -194,6 +195,7 @@ __all__ = [
     "ToolResponse",
     "ToolResponseMessage",
     "ToolSearchToolCallingAdvisor",
+    "ToolText",
     "UnsupportedRequestError",
     "Usage",
     "UsageLimitExceeded",
