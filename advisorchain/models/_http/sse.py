@@ -36,15 +36,20 @@ class SseDecoder:
 
     def feed(self, chunk: bytes) -> list[tuple[str, object]]:
         """The events the chunk completes."""
-        if self.head is not None and len(self.head) < _HEAD_KEPT:
-            self.head += chunk[: _HEAD_KEPT - len(self.head)]
         lines = (self._pending + chunk if self._pending else chunk).splitlines(keepends=True)
-        # A last line with no end yet (or only a ``\\r``, which a ``\\n`` may follow) waits for more.
+        # A last line with no end yet (or only a ``\r``, which a ``\n`` may follow) waits for more.
         self._pending = lines.pop() if lines and not lines[-1].endswith(b"\n") else b""
         events = self._events(lines)
-        if events:
-            self.head = None
+        if self.head is not None:  # until the first event only
+            self._keep(chunk, events)
         return events
+
+    def _keep(self, chunk: bytes, events: list[tuple[str, object]]) -> None:
+        head = self.head
+        if events or head is None:
+            self.head = None
+        elif len(head) < _HEAD_KEPT:
+            self.head = head + chunk[: _HEAD_KEPT - len(head)]
 
     def close(self) -> list[tuple[str, object]]:
         """The event of a last line the stream did not end."""
