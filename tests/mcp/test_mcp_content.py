@@ -13,8 +13,7 @@ import time
 from typing import Any
 
 import pytest
-from mcp_helpers import SCRIPTED
-from scripted_server import PDF, PNG, WAV
+from mcp_helpers import PDF, PNG, SCRIPTED, WAV
 
 from advisorchain import (
     AssistantMessage,
