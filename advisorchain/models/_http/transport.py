@@ -265,15 +265,6 @@ class _Template:
 _TEMPLATES_KEPT = 32
 
 
-class _Retry(Exception):
-    """An attempt failed in a way the SDK's policy retries (internal to ``AiohttpPath.send``)."""
-
-    def __init__(self, cause: BaseException | None, headers: Any = None) -> None:
-        super().__init__()
-        self.cause = cause
-        self.headers = headers
-
-
 class AiohttpPath(_Endpoint):
     """Requests of one SDK client over one aiohttp session, on the event loop that made it."""
 
@@ -312,56 +303,48 @@ class AiohttpPath(_Endpoint):
         await self._session.close()
 
     async def send(self, body: bytes, sdk_options: Mapping[str, Any], *, stream: bool) -> Reply:
+        import aiohttp
+
         template = await self._template(sdk_options)
         headers = template.headers
         if template.idempotency_header:
             headers = {**headers, template.idempotency_header: self.client._idempotency_key()}
-        for retries_taken in range(template.max_retries + 1):
-            last = retries_taken == template.max_retries
+        most = template.max_retries
+        for retries_taken in range(most + 1):
+            sent = {**headers, "x-stainless-retry-count": str(retries_taken)}
+            raw: bytes | None = None
             try:
-                return await self._attempt(template, body, headers, retries_taken, stream, last)
-            except _Retry as retry:
-                await self._sleep(retries_taken, template, retry.headers)
-        raise AssertionError("unreachable: the last attempt returns or raises")
-
-    async def _attempt(
-        self,
-        template: _Template,
-        body: bytes,
-        headers: dict[str, str],
-        retries_taken: int,
-        stream: bool,
-        last: bool,
-    ) -> Reply:
-        """One attempt: a 2xx Reply, a ``_Retry`` the SDK's policy allows, or the ModelError."""
-        import aiohttp
-
-        sent = {**headers, "x-stainless-retry-count": str(retries_taken)}
-        try:
-            response = await self._session.post(
-                template.url, data=body, headers=sent, timeout=template.timeout
-            )
-            if response.status < 400:
-                if stream:
+                response = await self._session.post(
+                    template.url, data=body, headers=sent, timeout=template.timeout
+                )
+                if response.status < 400 and stream:
                     return _AiohttpReply(response, self.provider, self.url, template.read_timeout)
-                # Read inside the attempt: a body that breaks or stalls is retried, as the SDK's
-                # stack (which reads a whole answer before it returns) retries it.
-                return _ReadReply(response.status, response.headers, await _read(response))
-            # An error body too, unless streamed (the SDK reads that one after its retries).
-            raw = None if stream else await _read(response)
-        except (aiohttp.ClientError, TimeoutError) as exc:
-            what = "a timeout exception" if isinstance(exc, TimeoutError) else "exception"
-            self._log.debug("Encountered %s: %s", what, type(exc).__name__)
-            if not last:
-                raise _Retry(exc) from exc
-            raise model_error(
-                self.provider, url=self.url, exception=exc, read_timeout=template.read_timeout
-            ) from exc
-        self._log.debug("Encountered an HTTP status error: %i", response.status)
-        if not last and self.client._should_retry(_StatusView(response)):
-            response.release()
-            raise _Retry(None, response.headers)
-        raise await self._status_error(response, template, raw)
+                if not stream:
+                    # Read inside the attempt: a body that breaks or stalls is retried, as the SDK's
+                    # stack (which reads a whole answer before it returns) retries it. (A streamed
+                    # error body is read after the retries, as the SDK reads it.)
+                    try:
+                        raw = await response.read()
+                    finally:
+                        response.release()
+                    if response.status < 400:
+                        return _ReadReply(response.status, response.headers, raw)
+            except (aiohttp.ClientError, TimeoutError) as exc:
+                what = "a timeout exception" if isinstance(exc, TimeoutError) else "exception"
+                self._log.debug("Encountered %s: %s", what, type(exc).__name__)
+                if retries_taken < most:
+                    await self._sleep(retries_taken, template, None)
+                    continue
+                raise model_error(
+                    self.provider, url=self.url, exception=exc, read_timeout=template.read_timeout
+                ) from exc
+            self._log.debug("Encountered an HTTP status error: %i", response.status)
+            if retries_taken < most and self.client._should_retry(_StatusView(response)):
+                response.release()
+                await self._sleep(retries_taken, template, response.headers)
+                continue
+            raise await self._status_error(response, template, raw)
+        raise AssertionError("unreachable: the last attempt returns or raises")
 
     async def _sleep(self, retries_taken: int, template: _Template, headers: Any) -> None:
         remaining = template.max_retries - retries_taken
