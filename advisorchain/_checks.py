@@ -8,7 +8,7 @@ from datetime import timedelta
 
 from .errors import ChainConfigurationError
 
-__all__ = ["check_conversation_id", "check_int", "check_seconds"]
+__all__ = ["MAX_CONVERSATION_ID_CHARS", "check_conversation_id", "check_int", "check_seconds"]
 
 
 def check_int(value: object, what: str, *, minimum: int | None = None, optional: bool = False) -> int:
@@ -37,8 +37,30 @@ def check_seconds(value: object, what: str, *, optional: bool = False) -> float:
     return float(value)
 
 
-def check_conversation_id(value: object, what: str = "conversation_id") -> str:
-    """A conversation id: a non-empty str."""
-    if not isinstance(value, str) or not value:
-        raise ChainConfigurationError(f"{what} must be a non-empty str conversation id, got {value!r}")
-    return value
+MAX_CONVERSATION_ID_CHARS = 1000
+"""The longest conversation id every store takes (SQLite, PostgreSQL and Redis keys included)."""
+
+
+def check_conversation_id(value: object, what: str = "conversation id") -> str:
+    """A conversation id: a non-empty ``str`` of at most 1,000 characters with no NUL and no lone
+    surrogate (the one rule of every store and of the ``ChatMemory.CONVERSATION_ID`` param: what
+    one store takes, every store takes, and nothing reaches a driver that it would refuse)."""
+    if isinstance(value, str) and 0 < len(value) <= MAX_CONVERSATION_ID_CHARS and "\x00" not in value:
+        if value.isascii():
+            return value
+        try:
+            value.encode("utf-8")  # a lone surrogate cannot be encoded: no store could keep it
+        except UnicodeEncodeError:
+            pass
+        else:
+            return value
+    raise ChainConfigurationError(
+        f"{what} must be a non-empty str of at most {MAX_CONVERSATION_ID_CHARS:,} characters with no NUL "
+        f"and no lone surrogate, got {_shown(value)}; pass e.g. str(your_id), or a hash of a longer key"
+    )
+
+
+def _shown(value: object) -> str:
+    if isinstance(value, str) and len(value) > 60:
+        return f"{value[:60]!r}... ({len(value):,} characters)"
+    return repr(value)

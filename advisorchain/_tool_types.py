@@ -12,7 +12,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from .errors import ChainConfigurationError
+from .errors import ChainConfigurationError, ToolError
+from .messages import Media
 
 __all__ = [
     "InvalidToolArgumentsError",
@@ -21,6 +22,7 @@ __all__ = [
     "ToolDefinition",
     "ToolMetadata",
     "ToolRegistry",
+    "ToolText",
 ]
 
 
@@ -91,8 +93,40 @@ class ToolContext(Mapping[str, Any]):
         value = self._data.get("tool_call_id")
         return None if value is None else str(value)
 
+    @property
+    def run_id(self) -> str | None:
+        """The workflow id of the durable run (Temporal, DBOS) this call belongs to, else None.
+        With ``self["tool_call_id"]`` it is the key a tool with side effects deduplicates on: a
+        crash makes the call in flight run again, with the same key."""
+        value = self._data.get("run_id")
+        return None if value is None else str(value)
 
-class InvalidToolArgumentsError(ValueError):
+
+class ToolText(str):
+    """A tool's text result that carries media beside it (an MCP tool's image, say).
+
+    It is a ``str``, so it goes wherever a tool's result goes (the ``ToolCallback`` protocol is
+    unchanged); the ToolCallingManager copies ``media`` into the call's ``ToolResponse``, and each
+    provider adapter sends it in its own way. A tool of your own may return one too::
+
+        return ToolText("The chart is attached.", [Media("image/png", data=png_bytes)])
+    """
+
+    media: tuple[Media, ...]
+
+    def __new__(cls, text: str = "", media: Iterable[Media] = ()) -> ToolText:
+        value = super().__new__(cls, text)
+        value.media = tuple(media)
+        return value
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (ToolText, (str(self), self.media))
+
+    def __repr__(self) -> str:
+        return f"ToolText({str(self)!r}, media={list(self.media)!r})"
+
+
+class InvalidToolArgumentsError(ToolError, ValueError):
     """The arguments a model sent for a tool are malformed or do not match its input schema.
 
     Raise it from a ToolCallback's ``call`` to have the ToolCallingManager hand the message to the

@@ -6,7 +6,20 @@ Every error the library raises on purpose derives from one root::
     ├── ChainConfigurationError (also ValueError)   bad advisors, tools, chain set-up
     ├── SyncInAsyncContextError (also RuntimeError) a sync method used inside a running loop
     ├── ModelError                                  a provider failed (.status_code when HTTP)
-    │   └── ContextLengthExceededError              the prompt does not fit the model's context
+    │   ├── ModelStatusError                        the provider answered with an error (4xx/5xx,
+    │   │   │                                       or an error inside a 200 answer or stream)
+    │   │   └── ContextLengthExceededError          the prompt does not fit the model's context
+    │   ├── ModelConnectionError                    no answer: refused, reset, closed early
+    │   │   └── ModelTimeoutError                   no answer in time (also a TimeoutError)
+    │   ├── IncompleteAnswerError                   the answer ended before it was complete
+    │   ├── InvalidResponseError                    the answer is not what the API sends (not JSON,
+    │   │                                           not an event stream: a proxy's page, say)
+    │   └── UnsupportedRequestError                 the request cannot go to this provider (a media
+    │                                               kind, an option it lacks); nothing was sent
+    ├── ToolError                                   a tool failed; the model is told the message
+    │   ├── InvalidToolArgumentsError (ValueError)  the model's arguments do not fit the tool
+    │   │                                           (advisorchain.tools)
+    │   └── McpToolError                            an MCP tool failed (advisorchain.mcp)
     ├── ToolExecutionError                          a tool failed and raise_on_error was set
     ├── ToolCallLimitExceeded                       a per-turn tool-call limit was hit
     ├── MaxIterationsExceeded                       the tool loop ran out of iterations
@@ -16,6 +29,17 @@ Every error the library raises on purpose derives from one root::
     ├── UsageLimitExceeded                          a usage limit (requests, tokens, cost) was hit
     └── ChatMemoryDecodeError (also ValueError)     a stored message cannot be read back
                                                     (advisorchain.memory)
+
+Every ``ModelError`` keeps ``status_code`` and ``error_type`` (``"timeout"``, ``"connection_error"``,
+``"incomplete_answer"``, the provider's own type...), so code written against them keeps working;
+the subclasses let a caller ``except`` one kind of failure::
+
+    try:
+        answer = client.prompt(question).call().content()
+    except ModelTimeoutError:          # or the builtin TimeoutError
+        ...                            # try again later, or with a longer timeout
+    except ContextLengthExceededError:
+        ...                            # shorten the conversation (ContextCompactionAdvisor does it)
 """
 
 from __future__ import annotations
@@ -27,12 +51,19 @@ __all__ = [
     "ChainConfigurationError",
     "ContextLengthExceededError",
     "EvaluationFailedError",
+    "IncompleteAnswerError",
+    "InvalidResponseError",
     "MaxIterationsExceeded",
+    "ModelConnectionError",
     "ModelError",
+    "ModelStatusError",
+    "ModelTimeoutError",
     "StructuredOutputValidationError",
     "SyncInAsyncContextError",
     "ToolCallLimitExceeded",
+    "ToolError",
     "ToolExecutionError",
+    "UnsupportedRequestError",
     "UsageLimitExceeded",
     "VectorStoreError",
 ]
@@ -134,11 +165,55 @@ class StructuredOutputValidationError(AdvisorChainError):
         self.errors = errors
 
 
-class ContextLengthExceededError(ModelError):
+class ModelStatusError(ModelError):
+    """The provider answered the request with an error: an HTTP status of 400 or more, or an error
+    object inside a 200 answer or stream. ``status_code`` is the status (for an error inside a 200
+    answer, the status its error type stands for, or None), ``error_type`` the provider's error
+    type or code, ``body`` its error body, ``retry_after`` the wait it asked for."""
+
+
+class ContextLengthExceededError(ModelStatusError):
     """The provider said the prompt does not fit the model's context window (OpenAI's
     ``context_length_exceeded``, Anthropic's "prompt is too long", the wording of vLLM, llama.cpp and
     Ollama on OpenAI-compatible servers). Compaction (``ContextCompactionAdvisor``) or a
     ``RequestRetryAdvisor`` can shrink the prompt and try again."""
+
+
+class ModelConnectionError(ModelError):
+    """No answer came: the connection was refused, reset or closed before the answer was complete,
+    or the host is unknown. ``error_type`` is ``"connection_error"``; the message names the URL
+    tried. ``RetryChatModel`` retries it."""
+
+
+class ModelTimeoutError(ModelConnectionError, TimeoutError):
+    """No answer came in time: connecting, sending, waiting for a free connection, or waiting for
+    the next bytes of the answer (the client's read timeout). ``error_type`` is ``"timeout"``.
+    Also a builtin ``TimeoutError``, so ``except TimeoutError`` catches it."""
+
+
+class IncompleteAnswerError(ModelError):
+    """The provider's answer ended before the provider said it was complete (a stream cut short,
+    a Responses answer with status ``incomplete``, an answer with no choices). Nothing of it is
+    kept or stored. ``error_type`` is ``"incomplete_answer"``."""
+
+
+class InvalidResponseError(ModelError):
+    """What came back is not what the API sends: a body that is not JSON, a stream that is not an
+    event stream (a proxy's or login page, say) or an event that is not JSON. The message says
+    what came: status, content type and its first line. ``error_type`` is ``"invalid_response"``."""
+
+
+class UnsupportedRequestError(ModelError):
+    """The request cannot be sent to this provider as it is (a media kind it does not take, an
+    option it does not have); raised before anything is sent. ``error_type`` says which
+    (``"unsupported_media"``, ``"unsupported_option"``)."""
+
+
+class ToolError(AdvisorChainError):
+    """A tool failed in a way the model is told about: raised from a tool, the model receives
+    ``Error: <message>`` as the tool's answer, the message exactly as written (any other exception
+    is reported as ``tool 'name' failed with <type>: <message>``). ``InvalidToolArgumentsError``
+    (bad arguments) and MCP's ``McpToolError`` derive from it."""
 
 
 class EvaluationFailedError(AdvisorChainError):

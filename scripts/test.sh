@@ -14,6 +14,13 @@ if [[ ! -x /usr/bin/chromium && $(id -u) -eq 0 ]] && command -v apt-get >/dev/nu
         || { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q chromium >/dev/null 2>&1; } \
         || echo "scripts/test.sh: could not install chromium; the browser tests will skip" >&2
 fi
+# The MCP reference server (@modelcontextprotocol/server-everything) for tests/mcp, when node is here;
+# without it those tests skip, saying so.
+if command -v npm >/dev/null && [[ ! -e .mcp-everything/node_modules/@modelcontextprotocol/server-everything ]]; then
+    npm install --prefix .mcp-everything --no-audit --no-fund --silent \
+        @modelcontextprotocol/server-everything@2026.8.31 >&2 \
+        || echo "test.sh: could not install @modelcontextprotocol/server-everything; its tests skip" >&2
+fi
 # Real PostgreSQL, Redis and PostgreSQL with pgvector on loopback for the memory and retrieval tests
 # (unless the caller already points at servers); the trap stops them however the run ends.
 if [[ -z "${ADVISORCHAIN_TEST_POSTGRES_DSN:-}" || -z "${ADVISORCHAIN_TEST_REDIS_URL:-}" || -z "${ADVISORCHAIN_TEST_PGVECTOR_DSN:-}" ]]; then

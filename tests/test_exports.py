@@ -135,3 +135,19 @@ def test_retrieval_is_importable_only_from_rag_and_not_loaded_by_the_package() -
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_the_typed_error_tree_is_exported_from_errors_and_the_top_level() -> None:
+    names = [
+        "ModelStatusError",
+        "ContextLengthExceededError",
+        "ModelConnectionError",
+        "ModelTimeoutError",
+        "IncompleteAnswerError",
+        "InvalidResponseError",
+        "UnsupportedRequestError",
+        "ToolError",
+    ]
+    errors = importlib.import_module("advisorchain.errors")
+    assert [n for n in names if n not in errors.__all__ or n not in advisorchain.__all__] == []
+    assert all(issubclass(getattr(errors, n), errors.AdvisorChainError) for n in names)

@@ -9,12 +9,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 import click
 from rich.console import Console
 from rich.table import Table
 
+from .._urls import redact_url
 from ..errors import AdvisorChainError
 from ..memory import ChatMemoryRepository, StoredEntry, drop_unreadable, read_entries
 from ..messages import AssistantMessage, Message, ToolResponseMessage
@@ -107,11 +107,7 @@ def store_label(url: str | None) -> str:
         return str(default_sessions_path())
     if url.startswith("sqlite:///"):
         return url[len("sqlite:///") :]
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
-    return urlunsplit(parts._replace(netloc=netloc))
+    return redact_url(url)
 
 
 def open_store(url: str | None) -> Store:
@@ -120,12 +116,14 @@ def open_store(url: str | None) -> Store:
     from ..memory import PostgresChatMemoryRepository, RedisChatMemoryRepository, SQLiteChatMemoryRepository
 
     if url is not None and url.startswith("sqlite:///") and not url[len("sqlite:///") :]:
-        raise click.BadParameter(f"{url!r} names no file; use sqlite:///chat.db", param_hint="'--memory'")
+        raise click.BadParameter(
+            f"{redact_url(url)!r} names no file; use sqlite:///chat.db", param_hint="'--memory'"
+        )
     if url is not None and not url.startswith(
         ("sqlite:///", "postgresql://", "postgres://", "redis://", "rediss://")
     ):
         raise click.BadParameter(
-            f"{url!r} is not a store URL; use sqlite:///file.db, postgresql://… or redis://…",
+            f"{redact_url(url)!r} is not a store URL; use sqlite:///file.db, postgresql://… or redis://…",
             param_hint="'--memory'",
         )
     label = store_label(url)

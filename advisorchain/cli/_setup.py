@@ -11,6 +11,7 @@ from typing import Any
 
 import click
 
+from .._urls import redact_url
 from ..errors import AdvisorChainError
 from ..model import ChatModel
 
@@ -123,7 +124,7 @@ def mcp_servers(commands: tuple[str, ...], urls: tuple[str, ...]) -> list[Any]:
         servers.append(mcp.McpServerStdio(parts[0], parts[1:]))
     for url in urls:
         if not url.startswith(("http://", "https://")):
-            raise click.BadParameter(f"{url!r} is not an http(s) URL", param_hint="'--mcp-url'")
+            raise click.BadParameter(f"{redact_url(url)!r} is not an http(s) URL", param_hint="'--mcp-url'")
         servers.append(mcp.McpServerHttp(url))
     return servers
 

@@ -17,6 +17,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import click
 
+from .._urls import redact_url
 from ._setup import CliError
 
 __all__ = ["KnowledgeBase", "citation_lines", "knowledge_advisor", "open_knowledge", "source_label"]
@@ -41,7 +42,7 @@ class KnowledgeBase:
 def _check_url(url: str, option: str) -> None:
     if not url.startswith(_SCHEMES):
         raise click.BadParameter(
-            f"{url!r} is not a knowledge store URL; use sqlite:///kb.db or postgresql://user@host/db",
+            f"{redact_url(url)!r} is not a knowledge store URL; use sqlite:///kb.db or postgresql://user@host/db",
             param_hint=f"'{option}'",
         )
     if url.startswith("sqlite:///") and not url[len("sqlite:///") :]:
@@ -98,7 +99,7 @@ def open_knowledge(
         base.close()
         raise CliError(
             f"the knowledge base {label} holds no documents: "
-            f"add some with 'advisorchain index PATH... --store {url}'"
+            f"add some with 'advisorchain index PATH... --store {redact_url(url)}'"
         )
     return base
 

@@ -17,6 +17,7 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import TypeAdapter
 
+from .._checks import check_conversation_id
 from ..advisors import AdvisorParams, ToolCallingAdvisor
 from ..advisors.api import CallAdvisorChain, ChatClientRequest, ChatClientResponse, Ordered
 from ..client import ChatClient, ChatClientRequestSpec
@@ -29,10 +30,20 @@ from ..tools import Approved, Denied, tool_callbacks
 from ..tools.api import InvalidToolArgumentsError, ToolCallback, ToolContext, ToolDefinition, ToolMetadata
 from ..tools.approvals import as_decisions
 from ..tools.function import encode_result
-from ._codec import prompt_from_dict, prompt_to_dict, response_from_dict, response_to_dict
+from ._codec import (
+    model_error_from_dict,
+    model_error_to_dict,
+    prompt_from_dict,
+    prompt_to_dict,
+    response_from_dict,
+    response_to_dict,
+    tool_result_from_dict,
+    tool_result_to_dict,
+)
 from ._retrieval import StoreSeams, stores_of
 
 __all__ = [
+    "RUN_ID",
     "Dispatch",
     "DurableParts",
     "DurableResult",
@@ -47,6 +58,9 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+
+RUN_ID = "run_id"
+"""The ToolContext key of a durable run's workflow id (see ``run_agent``)."""
 
 Dispatch = Callable[[str, Any], Awaitable[Any]]
 """``dispatch(seam_name, payload)``: run a seam as an activity/step; payload and result are JSON-safe."""
@@ -155,15 +169,9 @@ class DurableParts:
             return await self._call_model(prompt_from_dict(payload["prompt"]), emit)
         except ModelError as exc:
             # A provider's answer (a 400, a refused key) is the call's recorded outcome; raised
-            # again in workflow code, advisors see it as they would outside a durable run.
-            return {
-                "model_error": {
-                    "message": exc.message,
-                    "status_code": exc.status_code,
-                    "error_type": exc.error_type,
-                    "provider": exc.provider,
-                }
-            }
+            # again in workflow code, advisors see it as they would outside a durable run (of the
+            # same class: a ContextLengthExceededError stays one).
+            return {"model_error": model_error_to_dict(exc)}
 
     async def _call_model(self, prompt: Prompt, emit: Emit | None) -> dict[str, Any]:
         model = self.client.model
@@ -245,7 +253,7 @@ def _tool_handler(cb: ToolCallback) -> Callable[[Any], Awaitable[Any]]:
             # run; the engine retries only a call cut short by a crash or a timeout.
             detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
             return {"error": detail, "invalid_arguments": False}
-        return {"result": result if isinstance(result, str) else encode_result(result)}
+        return tool_result_to_dict(result if isinstance(result, str) else encode_result(result))
 
     return run
 
@@ -293,12 +301,7 @@ class _ModelSeam:
         result = await self._dispatch(self._seam, {"prompt": prompt_to_dict(prompt), "stream": self._stream})
         error = result.get("model_error")
         if error is not None:
-            raise ModelError(
-                error["message"],
-                status_code=error["status_code"],
-                error_type=error["error_type"],
-                provider=error["provider"],
-            )
+            raise model_error_from_dict(error)
         return response_from_dict(result)
 
     async def stream(self, prompt: Prompt) -> AsyncIterator[ChatResponse]:
@@ -327,7 +330,7 @@ class _ToolSeam:
         payload = {"arguments": arguments, "context": None if context is None else dict(context)}
         outcome = await self._dispatch(self._seam, payload)
         if "result" in outcome:
-            return str(outcome["result"])
+            return tool_result_from_dict(outcome)
         if outcome["invalid_arguments"]:
             raise InvalidToolArgumentsError(outcome["error"])
         raise DurableToolError(outcome["error"])
@@ -402,8 +405,8 @@ def run_input(
     """The JSON-safe input of a durable run (checked here, so bad input fails at the caller)."""
     if user is not None and not isinstance(user, str):
         raise ChainConfigurationError(f"the user text must be a str, got {user!r}")
-    if conversation_id is not None and (not isinstance(conversation_id, str) or not conversation_id):
-        raise ChainConfigurationError(f"conversation_id must be a non-empty str, got {conversation_id!r}")
+    if conversation_id is not None:
+        check_conversation_id(conversation_id, "conversation_id")
     return {
         "user": user,
         "messages": [message_to_dict(m) for m in messages],
@@ -420,11 +423,18 @@ async def run_agent(
     dispatch: Dispatch,
     output_type: Any,
     wait_for_decisions: WaitForDecisions,
+    *,
+    run_id: str,
 ) -> dict[str, Any]:
     """Workflow code: one request through the agent's chain, its seams dispatched to the engine.
     When the tool loop ends with ``approvalRequired``, the run waits (``wait_for_decisions``) and
     resumes the loop with the decisions — through memory when the agent has one, else with the
-    history — as often as rounds need approval. Returns ``{"output": ..., "response": ...}``."""
+    history — as often as rounds need approval. Returns ``{"output": ..., "response": ...}``.
+
+    ``run_id`` (the workflow id) goes into every tool's ``ToolContext`` as ``run_id``: with the
+    call's ``tool_call_id`` it is the key a tool with side effects deduplicates on, when a crash
+    makes the call in flight run again."""
+    payload = {**payload, "tool_context": {**payload["tool_context"], RUN_ID: run_id}}
     client, _ = parts.workflow_client(dispatch, bool(payload["stream"]))
     converter = None if output_type is None else converter_for(output_type)
     spec = _spec(client, payload, converter)

@@ -7,8 +7,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import ChainConfigurationError
-from ..messages import AssistantMessage, message_from_dict, message_to_dict
+from .. import errors
+from .._tool_types import ToolText
+from ..errors import ChainConfigurationError, ModelError
+from ..messages import AssistantMessage, UserMessage, message_from_dict, message_to_dict
 from ..model import ChatOptions, ChatResponse, ChatResponseMetadata, Generation, Prompt, Usage
 from ..tools.api import ToolContext, ToolDefinition, ToolMetadata
 
@@ -123,4 +125,48 @@ def response_from_dict(data: Mapping[str, Any]) -> ChatResponse:
             None if usage is None else Usage(usage[0], usage[1]),
             data["finish_reason"],
         ),
+    )
+
+
+def tool_result_to_dict(result: str) -> dict[str, Any]:
+    """A tool's result, its media (a ``ToolText``'s) kept, JSON-safe."""
+    media = getattr(result, "media", ())
+    if not media:
+        return {"result": str(result)}
+    return {"result": str(result), "media": message_to_dict(UserMessage("", media=media))["media"]}
+
+
+def tool_result_from_dict(data: Mapping[str, Any]) -> str:
+    """The tool result ``tool_result_to_dict`` made (a ``ToolText`` when it had media)."""
+    if not data.get("media"):
+        return str(data["result"])
+    carrier = message_from_dict({"type": "user", "text": "", "metadata": {}, "media": data["media"]})
+    assert isinstance(carrier, UserMessage)
+    return ToolText(str(data["result"]), carrier.media)
+
+
+def model_error_to_dict(error: ModelError) -> dict[str, Any]:
+    """A ModelError as a model call's recorded outcome (its class by name, its fields)."""
+    return {
+        "class": type(error).__name__,
+        "message": error.message,
+        "status_code": error.status_code,
+        "error_type": error.error_type,
+        "provider": error.provider,
+        "retry_after": error.retry_after,
+    }
+
+
+def model_error_from_dict(data: Mapping[str, Any]) -> ModelError:
+    """The ModelError ``model_error_to_dict`` recorded, of the same class (a ModelError for a class
+    this version does not know)."""
+    cls = getattr(errors, str(data.get("class", "")), ModelError)
+    if not (isinstance(cls, type) and issubclass(cls, ModelError)):
+        cls = ModelError
+    return cls(
+        data["message"],
+        status_code=data["status_code"],
+        error_type=data["error_type"],
+        provider=data["provider"],
+        retry_after=data.get("retry_after"),
     )

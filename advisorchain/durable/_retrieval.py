@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
 from ..errors import ModelError, VectorStoreError
+from ._codec import model_error_from_dict, model_error_to_dict
 
 __all__ = ["StoreSeams", "stores_of"]
 
@@ -99,7 +100,7 @@ def _search_handler(store: Any) -> Callable[[Any], Awaitable[Any]]:
         try:
             found = await store.asimilarity_search(request)
         except ModelError as exc:
-            return {"error": {"kind": "model", "message": exc.message, "provider": exc.provider}}
+            return {"error": {"kind": "model", "model_error": model_error_to_dict(exc)}}
         except Exception as exc:
             message = str(exc) if isinstance(exc, VectorStoreError) else f"{type(exc).__name__}: {exc}"
             return {"error": {"kind": "store", "message": message}}
@@ -139,6 +140,6 @@ class _StoreSeam:
         error = outcome.get("error")
         if error is not None:
             if error["kind"] == "model":
-                raise ModelError(error["message"], provider=error["provider"])
+                raise model_error_from_dict(error["model_error"])
             raise VectorStoreError(error["message"], store=self._real)
         return [Document(d["text"], d["metadata"], d["id"], d["score"]) for d in outcome["documents"]]

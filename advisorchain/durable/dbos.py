@@ -241,7 +241,9 @@ def _register(parts: DurableParts, output_type: Any, max_attempts: int) -> Any:
 
     async def agent_run(payload: dict[str, Any]) -> dict[str, Any]:
         try:
-            return await run_agent(parts, payload, dispatch, output_type, _Approvals().wait)
+            run_id = DBOS.workflow_id
+            assert run_id is not None  # workflow code always has one
+            return await run_agent(parts, payload, dispatch, output_type, _Approvals().wait, run_id=run_id)
         finally:
             if payload["stream"]:
                 await DBOS.close_stream_async(STREAM_KEY)

@@ -333,7 +333,14 @@ class _AgentWorkflow:
     async def _run(self, payload: dict[str, Any]) -> dict[str, Any]:
         agent = type(self).agent
         try:
-            return await run_agent(agent.parts, payload, agent._dispatch, agent.output_type, self._wait)
+            return await run_agent(
+                agent.parts,
+                payload,
+                agent._dispatch,
+                agent.output_type,
+                self._wait,
+                run_id=workflow.info().workflow_id,
+            )
         finally:
             self._done = True
 

@@ -33,6 +33,8 @@ _log = logging.getLogger(__name__)
 _CLOSE_WAIT = 10.0
 # Pages of tools/list fetched at most: a server whose cursor never ends cannot hang a refresh.
 _MAX_PAGES = 100
+# How long a burst of list_changed notifications may go on before the queued refresh runs.
+_SETTLE = 0.05
 
 
 class ConnectionClosed(Exception):
@@ -62,6 +64,9 @@ class Connection:
         self._client: mcp.Client | None = None
         self._requests: set[asyncio.Task[Any]] = set()
         self._refresh: asyncio.Task[None] | None = None
+        self._refresh_again = False
+        self.lists = 0
+        """How many times the tool list was fetched (the start, and each refresh)."""
         self.failure: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name=thread_name, daemon=True)
 
@@ -175,16 +180,28 @@ class Connection:
 
     async def _on_message(self, message: IncomingMessage) -> None:
         if isinstance(message, mcp_types.ToolListChangedNotification) and self._client is not None:
+            if self._refresh is not None and not self._refresh.done():
+                # Coalesced: one refresh runs, at most one more follows it, however many
+                # notifications come meanwhile (a storm of them costs two tools/list, not one each).
+                self._refresh_again = True
+                return
             # Never await a request inside the handler: the reply would queue behind it.
             self._refresh = asyncio.ensure_future(self._refresh_tools(self._client))
 
     async def _refresh_tools(self, client: mcp.Client) -> None:
-        try:
-            await self._list_tools(client)
-        except Exception:  # the old list stays; a call of a removed tool gets the server's error
-            _log.warning("refreshing the tool list of an MCP server failed", exc_info=True)
+        while True:
+            self._refresh_again = False
+            try:
+                await self._list_tools(client)
+            except Exception:  # the old list stays; a call of a removed tool gets the server's error
+                _log.warning("refreshing the tool list of an MCP server failed", exc_info=True)
+            if not self._refresh_again:
+                return
+            # More changes came meanwhile: let a burst of them settle before fetching once more.
+            await asyncio.sleep(_SETTLE)
 
     async def _list_tools(self, client: mcp.Client) -> None:
+        self.lists += 1
         tools: list[mcp_types.Tool] = []
         cursor: str | None = None
         for _ in range(_MAX_PAGES):

@@ -26,9 +26,13 @@ from mcp.shared.exceptions import MCPError
 from opentelemetry import trace
 
 from .. import _sync
-from ..errors import ChainConfigurationError
+from .._checks import check_int
+from .._tool_types import ToolText
+from .._urls import redact_url
+from ..errors import ChainConfigurationError, ToolError
 from ..tools import InvalidToolArgumentsError, ToolCallback, ToolContext, ToolDefinition, ToolMetadata
 from ._connection import Connection, ConnectionClosed
+from ._results import result_size, tool_text
 
 __all__ = ["ApprovalRule", "McpServerHttp", "McpServerStdio", "McpToolError"]
 
@@ -42,20 +46,32 @@ _PREFIX = re.compile(r"^[A-Za-z0-9_-]{1,63}$")
 _SSE_READ_TIMEOUT = 300.0
 
 
-class McpToolError(InvalidToolArgumentsError):
-    """A call of an MCP tool failed: the tool answered ``isError``, the server answered with a
-    protocol error, did not answer within ``timeout``, or is no longer running.
+DEFAULT_MAX_RESULT_BYTES = 1_000_000
+"""The largest tool result taken from an MCP server unless told otherwise (``max_result_bytes``)."""
 
-    It derives from InvalidToolArgumentsError so that the ToolCallingManager hands its message to
-    the model as it is (``Error: <message>``); with ``raise_on_error=True`` it is the ``__cause__`` of
-    the ToolExecutionError.
+
+class McpToolError(ToolError):
+    """A call of an MCP tool failed: the tool answered ``isError``, the server answered with a
+    protocol error, did not answer within ``timeout``, sent a result over ``max_result_bytes``, or
+    is no longer running.
+
+    A ToolError: the ToolCallingManager hands its message to the model as it is
+    (``Error: <message>``); with ``raise_on_error=True`` it is the ``__cause__`` of the
+    ToolExecutionError.
     """
 
 
 class _McpServer:
     """What the stdio and HTTP servers share: entering, the tool list, calls, approval."""
 
-    def __init__(self, *, tool_prefix: str | None, requires_approval: ApprovalRule, timeout: float) -> None:
+    def __init__(
+        self,
+        *,
+        tool_prefix: str | None,
+        requires_approval: ApprovalRule,
+        timeout: float,
+        max_result_bytes: int,
+    ) -> None:
         if tool_prefix is not None and not (isinstance(tool_prefix, str) and _PREFIX.match(tool_prefix)):
             raise ValueError(
                 f"tool_prefix must be 1 to 63 letters, digits, '_' or '-', got {tool_prefix!r}; "
@@ -68,6 +84,7 @@ class _McpServer:
             )
         if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
             raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+        self.max_result_bytes = check_int(max_result_bytes, "max_result_bytes", minimum=1)
         self.tool_prefix = tool_prefix
         self.requires_approval = requires_approval
         self.timeout = float(timeout)
@@ -160,7 +177,8 @@ class _McpServer:
         return list(self._tools)
 
     def _set_tools(self, tools: Sequence[mcp_types.Tool]) -> None:
-        self._tools = tuple(self._tool(t) for t in tools)
+        # A task-only tool answers only calls made as tasks, which a model's tool call is not.
+        self._tools = tuple(self._tool(t) for t in tools if not _task_only(t))
 
     def _tool(self, tool: mcp_types.Tool) -> _McpTool:
         name = f"{self.tool_prefix}_{tool.name}" if self.tool_prefix else tool.name
@@ -213,10 +231,20 @@ class _McpServer:
             raise McpToolError(
                 f"MCP server {self.name!r} sent a malformed result for tool {tool_name!r}: {exc}"
             ) from exc
-        text = _result_text(result)
+        return self._result(result, tool_name)
+
+    def _result(self, result: mcp_types.CallToolResult, tool_name: str) -> ToolText:
+        size = result_size(result)
+        if size > self.max_result_bytes:
+            raise McpToolError(
+                f"the result of tool {tool_name!r} of MCP server {self.name!r} is {size:,} bytes, over "
+                f"max_result_bytes={self.max_result_bytes:,}; ask for less (a narrower query, a page), "
+                "or give the server a larger max_result_bytes"
+            )
+        text = tool_text(result)
         if result.is_error:
             raise McpToolError(
-                text or f"tool {tool_name!r} of MCP server {self.name!r} failed without a message"
+                str(text) or f"tool {tool_name!r} of MCP server {self.name!r} failed without a message"
             )
         return text
 
@@ -257,7 +285,8 @@ class _McpTool:
         return self._metadata
 
     async def call(self, arguments: str, context: ToolContext | None) -> str:
-        """Call the tool on its server with the model's JSON ``arguments``."""
+        """Call the tool on its server with the model's JSON ``arguments``; the result's text, with
+        its images and audio as media (a ``ToolText``)."""
         return await self._server._call(self._remote_name, self._definition.name, arguments)
 
     def __repr__(self) -> str:
@@ -269,7 +298,7 @@ class McpServerStdio(_McpServer):
 
     The process gets a minimal environment (``HOME``, ``PATH``, ``USER``... as the SDK chooses) plus
     ``env``; pass the variables the server needs (an API token, say) there. ``timeout`` bounds the
-    start and each tool call.
+    start and each tool call; ``max_result_bytes`` the size of a tool's result.
 
     >>> async with McpServerStdio("uvx", ["mcp-server-time"]) as time_server:
     ...     await client.prompt("What time is it in Tokyo?").tools(time_server).acall().content()
@@ -285,6 +314,7 @@ class McpServerStdio(_McpServer):
         tool_prefix: str | None = None,
         requires_approval: ApprovalRule = False,
         timeout: float = 30.0,
+        max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
     ) -> None:
         if not isinstance(command, str) or not command.strip():
             raise ValueError(f"command must be the program that starts the MCP server, got {command!r}")
@@ -292,7 +322,12 @@ class McpServerStdio(_McpServer):
             raise ValueError(f"args must be a sequence of strings (one per argument), got {args!r}")
         if env is not None and not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
             raise ValueError(f"env must map variable names to string values, got {env!r}")
-        super().__init__(tool_prefix=tool_prefix, requires_approval=requires_approval, timeout=timeout)
+        super().__init__(
+            tool_prefix=tool_prefix,
+            requires_approval=requires_approval,
+            timeout=timeout,
+            max_result_bytes=max_result_bytes,
+        )
         self.command = command
         self.args = tuple(args)
         self.env = dict(env) if env is not None else None
@@ -343,7 +378,7 @@ def _server_stderr() -> TextIO:
 class McpServerHttp(_McpServer):
     """An MCP server reached over streamable HTTP at ``url`` (e.g. ``http://127.0.0.1:8000/mcp``),
     sending ``headers`` (an ``Authorization`` header, say) with every request. ``timeout`` bounds the
-    connection, the start and each tool call.
+    connection, the start and each tool call; ``max_result_bytes`` the size of a tool's result.
 
     >>> async with McpServerHttp("http://127.0.0.1:8000/mcp", tool_prefix="docs") as docs:
     ...     await client.prompt("Find the install guide").tools(docs).acall().content()
@@ -357,6 +392,7 @@ class McpServerHttp(_McpServer):
         tool_prefix: str | None = None,
         requires_approval: ApprovalRule = False,
         timeout: float = 30.0,
+        max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
     ) -> None:
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
             raise ValueError(
@@ -366,15 +402,20 @@ class McpServerHttp(_McpServer):
             isinstance(k, str) and isinstance(v, str) for k, v in headers.items()
         ):
             raise ValueError(f"headers must map header names to string values, got {headers!r}")
-        super().__init__(tool_prefix=tool_prefix, requires_approval=requires_approval, timeout=timeout)
+        super().__init__(
+            tool_prefix=tool_prefix,
+            requires_approval=requires_approval,
+            timeout=timeout,
+            max_result_bytes=max_result_bytes,
+        )
         self.url = url
         self.headers = dict(headers) if headers is not None else None
 
     def __repr__(self) -> str:
-        return f"McpServerHttp({self.url!r})"
+        return f"McpServerHttp({redact_url(self.url)!r})"
 
     def _label(self) -> str:
-        return self.url
+        return redact_url(self.url)
 
     def _open_client(self, on_message: MessageHandlerFnT) -> AbstractAsyncContextManager[mcp.Client]:
         return mcp.Client(self._transport(), mode="legacy", message_handler=on_message, cache=None)
@@ -390,7 +431,7 @@ class McpServerHttp(_McpServer):
 
     def _start_hint(self, error: BaseException) -> str:
         if isinstance(error, httpx2.ConnectError):
-            return f"; is the server running and listening at {self.url!r}?"
+            return f"; is the server running and listening at {redact_url(self.url)!r}?"
         return ""
 
 
@@ -408,15 +449,9 @@ def _arguments(arguments: str, tool_name: str) -> dict[str, Any]:
     return value
 
 
-def _result_text(result: mcp_types.CallToolResult) -> str:
-    """The text blocks of a result, joined by newlines; the structured content as JSON when there is
-    no text."""
-    texts = [block.text for block in result.content if isinstance(block, mcp_types.TextContent)]
-    if texts:
-        return "\n".join(texts)
-    if result.structured_content is not None:
-        return json.dumps(result.structured_content, ensure_ascii=False)
-    return ""
+def _task_only(tool: mcp_types.Tool) -> bool:
+    execution = getattr(tool, "execution", None)
+    return getattr(execution, "task_support", None) == "required"
 
 
 def _leaf(exc: BaseException) -> BaseException:

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Sequence
 from types import TracebackType
 from typing import Any, Self
 
+from .._checks import check_conversation_id
 from ..messages import (
     AssistantMessage,
     Message,
@@ -33,16 +34,6 @@ __all__ = [
 ]
 
 _MESSAGE_TYPES = (SystemMessage, UserMessage, AssistantMessage, ToolResponseMessage)
-
-
-def check_conversation_id(conversation_id: object) -> str:
-    """``conversation_id`` when it is a non-empty str; otherwise a ValueError naming it."""
-    if not isinstance(conversation_id, str) or not conversation_id or "\x00" in conversation_id:
-        raise ValueError(
-            f"a conversation id must be a non-empty str without NUL characters, got {conversation_id!r}; "
-            "pass e.g. str(your_id)"
-        )
-    return conversation_id
 
 
 def check_messages(conversation_id: str, messages: Message | Iterable[object]) -> list[Message]:

@@ -208,6 +208,7 @@ class SQLiteChatMemoryRepository(BlockingRepository):
 
     def try_lock(self, conversation_id: str, owner: str) -> bool:
         """Take the conversation's turn lock for ``owner`` unless a live turn holds it."""
+        check_conversation_id(conversation_id)
         with self._transaction() as conn:
             row = conn.execute(self._lock_read, (conversation_id,)).fetchone()
             now = time.time()

@@ -1,18 +1,15 @@
-"""What the provider adapters share: request-parameter layering, tool definitions, finish reasons,
-lenient readers for provider JSON, turning a provider's error body or a broken connection into a
-ModelError, the "answer ended before it was complete" error, and the request guard of
+"""What the provider adapters share in their mapping: request-parameter layering, tool
+definitions, finish reasons, lenient readers for provider JSON, and the request guard of
 ``advisorchain.testing.forbid_model_requests`` (every adapter calls ``check_request_allowed``).
+Failures become errors in one place of the HTTP stack (``_http.failures``).
 
 Nothing here imports a provider SDK, so every helper can be tested on plain data.
 """
 
 from __future__ import annotations
 
-import email.utils
 import ipaddress
-import math
 import threading
-import time
 import uuid
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
@@ -20,6 +17,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from .._tool_types import ToolDefinition
+from .._urls import redact_url
 from ..errors import ModelError
 from ..model import ChatOptions, Prompt
 
@@ -30,18 +28,16 @@ __all__ = [
     "as_list",
     "as_str",
     "check_request_allowed",
-    "connection_error",
-    "error_from_body",
     "finish_reason_or_default",
-    "incomplete_answer",
     "is_loopback_url",
     "layer_params",
     "new_tool_call_id",
     "option_params",
     "read_dict",
     "read_list",
+    "request_params",
     "requests_forbidden",
-    "retry_after_seconds",
+    "schema_name",
     "set_requests_forbidden",
     "split_sdk_options",
     "tool_definitions",
@@ -117,6 +113,27 @@ def layer_params(*layers: Mapping[str, Any]) -> dict[str, Any]:
     return params
 
 
+def request_params(
+    base: Mapping[str, Any], defaults: Mapping[str, Any], request: Mapping[str, Any], prompt: Prompt
+) -> dict[str, Any]:
+    """A request's fields: the adapter's ``base``, the model's ``defaults``, the ``request``'s own
+    fields and ``ChatOptions.extra``, layered in that order (``layer_params``); ``stream`` is the
+    adapter's to set and a ``None`` value removes a field."""
+    options = prompt.options
+    extra = options.extra if options is not None else {}
+    params = layer_params(base, defaults, request, extra)
+    params.pop("stream", None)
+    return {k: v for k, v in params.items() if v is not None}
+
+
+def schema_name(schema: Mapping[str, Any]) -> str:
+    """The name a structured-output schema goes by: its title as the APIs allow a name (letters,
+    digits, ``_``, ``-``; 64 at most), else ``result``."""
+    title = schema.get("title")
+    name = "".join(c for c in title if c.isalnum() or c in "_-")[:64] if isinstance(title, str) else ""
+    return name or "result"
+
+
 def split_sdk_options(params: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """Split layered parameters into (JSON body fields, SDK request options)."""
     body = {k: v for k, v in params.items() if k not in SDK_OPTION_KEYS}
@@ -147,172 +164,6 @@ def option_params(prompt: Prompt, *, max_tokens_key: str, stop_key: str) -> dict
     if options.stop is not None:
         params[stop_key] = list(options.stop)
     return params
-
-
-def error_from_body(
-    body: object,
-    *,
-    provider: str,
-    status_code: int | None,
-    fallback: str,
-    retry_after: float | None = None,
-) -> ModelError:
-    """A ModelError for a provider error: the provider's message and type when the body has them.
-
-    ``body`` is the provider's error object (``{"message", "type", "code"...}``) or a whole error
-    response (``{"error": {...}}``). An integer ``code`` or ``status_code`` inside it stands in for
-    a missing HTTP status (errors sent inside a 200 stream)."""
-    error = as_dict(body)
-    if isinstance(error.get("error"), Mapping):
-        error = as_dict(error["error"])
-    message = as_str(error.get("message")) or fallback
-    error_type = as_str(error.get("type")) or as_str(error.get("code"))
-    if status_code is None:
-        status_code = _status_in_body(error)
-    label = f"{provider} error" + (f" {status_code}" if status_code is not None else "")
-    if error_type:
-        label += f" ({error_type})"
-    return ModelError(
-        f"{label}: {message}",
-        status_code=status_code,
-        error_type=error_type,
-        provider=provider,
-        body=body,
-        retry_after=retry_after,
-    )
-
-
-def _status_in_body(error: Mapping[str, Any]) -> int | None:
-    for key in ("status_code", "code", "status"):
-        value = error.get(key)
-        if isinstance(value, int) and not isinstance(value, bool) and 100 <= value <= 599:
-            return value
-    return None
-
-
-# -- failures of the connection ----------------------------------------------------------------------
-
-
-def connection_error(
-    exc: BaseException,
-    *,
-    provider: str,
-    url: str | None,
-    mid_stream: bool = False,
-    read_timeout: float | None = None,
-) -> ModelError:
-    """A ModelError saying what happened to the connection — timed out (connecting, or waiting
-    for the answer), refused, reset, closed early — and the URL tried. ``exc`` is the HTTP
-    library's transport error (httpx / httpx2 / aiohttp), or an SDK error caused by one;
-    ``read_timeout`` the read timeout in force, when the error does not carry it."""
-    chain = _exception_chain(exc)
-    names = {cls.__name__ for error in chain for cls in type(error).__mro__}
-    where = (" mid-stream" if mid_stream else "") + (f" ({url})" if url else "")
-    if names & _TIMEOUT_ERRORS:
-        return ModelError(
-            f"{provider} request timed out{where}: {_timeout_detail(names, chain, read_timeout)}; "
-            "raise the client's timeout or retry (advisorchain.models.RetryChatModel)",
-            error_type="timeout",
-            provider=provider,
-        )
-    return ModelError(
-        f"{provider} connection failed{where}: {_connection_detail(names, chain)}",
-        error_type="connection_error",
-        provider=provider,
-    )
-
-
-def _exception_chain(exc: BaseException) -> list[BaseException]:
-    chain: list[BaseException] = []
-    current: BaseException | None = exc
-    while current is not None and current not in chain:
-        chain.append(current)
-        current = current.__cause__ or current.__context__
-    return chain
-
-
-_TIMEOUT_ERRORS = frozenset({"TimeoutException", "APITimeoutError", "TimeoutError"})
-"""httpx's and the SDKs' timeouts; aiohttp's (and asyncio's) are ``TimeoutError``s."""
-
-
-def _timeout_detail(names: set[str], chain: list[BaseException], read_timeout: float | None) -> str:
-    seconds = _read_timeout(chain)
-    seconds = read_timeout if seconds is None else seconds
-    after = f" after {seconds:g} s" if seconds is not None else ""
-    if "ConnectTimeout" in names or "ConnectionTimeoutError" in names:
-        return f"no connection{after}"
-    if "WriteTimeout" in names:
-        return f"the request could not be sent{after}"
-    if "PoolTimeout" in names:
-        return f"no free connection in the client's pool{after}"
-    return f"the server sent nothing more{after} (read timeout; the answer stalled)"
-
-
-def _read_timeout(chain: list[BaseException]) -> float | None:
-    for error in chain:
-        try:
-            request = getattr(error, "request", None)
-        except RuntimeError:  # httpx: .request of an error raised without one
-            continue
-        timeouts = as_dict(getattr(request, "extensions", {}).get("timeout"))
-        value = timeouts.get("read")
-        if isinstance(value, int | float):
-            return float(value)
-    return None
-
-
-def _connection_detail(names: set[str], chain: list[BaseException]) -> str:
-    if "ConnectionRefusedError" in names:
-        return "connection refused (is the server running, and is the URL right?)"
-    if "gaierror" in names:
-        return "the host name could not be resolved"
-    if "ConnectionResetError" in names or "BrokenPipeError" in names:
-        return "connection reset by the server"
-    detail = next((str(e) for e in chain if str(e) and not str(e).startswith("Connection error")), "")
-    if names & {"RemoteProtocolError", "ServerDisconnectedError", "ClientPayloadError"}:
-        return f"the server closed the connection early ({detail or 'no reason given'})"
-    if "ConnectError" in names or "ClientConnectorError" in names:
-        return f"could not connect ({detail or 'no reason given'})"
-    return detail or type(chain[-1]).__name__
-
-
-def incomplete_answer(provider: str, url: str | None, missing: str) -> ModelError:
-    """The ModelError for an answer that ended before the provider said it was complete (a stream
-    cut short): it is never passed off as a short answer."""
-    where = f" from {url}" if url else ""
-    return ModelError(
-        f"{provider} answer{where} is incomplete: {missing}; nothing of it was kept — try again",
-        error_type="incomplete_answer",
-        provider=provider,
-    )
-
-
-def retry_after_seconds(headers: Mapping[str, str] | None, now: float | None = None) -> float | None:
-    """The wait a response asks for: ``retry-after-ms``, else ``retry-after`` in seconds or as an
-    HTTP date; None when it asks for none (or gives nonsense)."""
-    if not headers:
-        return None
-    lower = {k.lower(): v for k, v in headers.items()}
-    for key, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
-        raw = lower.get(key)
-        if raw is None:
-            continue
-        seconds: float | None
-        try:
-            seconds = float(raw) * scale
-        except ValueError:
-            seconds = _seconds_until(raw, now)
-        if seconds is not None and math.isfinite(seconds) and seconds >= 0:
-            return seconds
-    return None
-
-
-def _seconds_until(http_date: str, now: float | None) -> float | None:
-    try:
-        when = email.utils.parsedate_to_datetime(http_date)
-    except (TypeError, ValueError, IndexError):
-        return None
-    return max(0.0, when.timestamp() - (time.time() if now is None else now))
 
 
 # -- the request guard of advisorchain.testing ----------------------------------------------------------
@@ -355,7 +206,7 @@ def check_request_allowed(provider: str, client: object) -> None:
     if is_loopback_url(base_url) or not _sends_over_network(getattr(client, "_client", None)):
         return
     raise ModelError(
-        f"{provider} request to {base_url!r} refused: real model requests are forbidden here "
+        f"{provider} request to {redact_url(base_url)!r} refused: real model requests are forbidden here "
         "(advisorchain.testing.forbid_model_requests); use a model from advisorchain.testing, a replay "
         "client (advisorchain.replay), or a server on loopback",
         error_type="requests_forbidden",

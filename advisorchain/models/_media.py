@@ -10,17 +10,31 @@ OpenAI Chat Completions       ``image/*`` (data, url), ``application/pdf`` (data
 OpenAI Responses              ``image/*`` and ``application/pdf`` (data, url)
 Anthropic Messages            ``image/*`` and ``application/pdf`` (data, url), ``text/plain`` (data)
 ============================  ===================================================================
+
+What a tool returned besides text (``ToolResponse.media``, an MCP tool's image say) goes to the
+model too, never as base64 text: Anthropic takes images and PDFs inside the ``tool_result``; the
+OpenAI APIs take them in a user message right after the tool responses, its text naming the tool
+call. A medium a model takes in neither place is one line in the tool's text instead, naming its
+type and size (``tool_media``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..errors import ModelError
-from ..messages import Media
+from .._urls import redact_url
+from ..errors import ModelError, UnsupportedRequestError
+from ..messages import Media, ToolResponse
 
-__all__ = ["anthropic_blocks", "openai_chat_parts", "responses_parts"]
+__all__ = [
+    "anthropic_blocks",
+    "describe_media",
+    "openai_chat_parts",
+    "responses_parts",
+    "tool_media",
+    "tool_media_heading",
+]
 
 _PDF = "application/pdf"
 _AUDIO_FORMATS = {"audio/wav": "wav", "audio/x-wav": "wav", "audio/mpeg": "mp3", "audio/mp3": "mp3"}
@@ -28,7 +42,7 @@ _AUDIO_FORMATS = {"audio/wav": "wav", "audio/x-wav": "wav", "audio/mpeg": "mp3",
 
 def _unsupported(media: Media, provider: str, accepted: str) -> ModelError:
     form = "a URL" if media.url is not None else "inline data"
-    return ModelError(
+    return UnsupportedRequestError(
         f"{provider} cannot take {media!r} ({media.mime_type} as {form}) in a user message; it accepts "
         f"{accepted}. Convert the medium, or send it to a model that takes it",
         error_type="unsupported_media",
@@ -100,7 +114,7 @@ def anthropic_blocks(media: Sequence[Media]) -> list[dict[str, Any]]:
             try:
                 text = item.data.decode("utf-8")
             except UnicodeDecodeError as exc:
-                raise ModelError(
+                raise UnsupportedRequestError(
                     f"Anthropic takes text/plain documents as UTF-8 text, and {item!r} is not UTF-8 "
                     f"({exc}); decode it yourself and send the text",
                     error_type="unsupported_media",
@@ -114,3 +128,42 @@ def anthropic_blocks(media: Sequence[Media]) -> list[dict[str, Any]]:
                 item, "Anthropic", "image/* and application/pdf (data or url), text/plain (data)"
             )
     return blocks
+
+
+# -- what a tool returned besides text ---------------------------------------------------------------
+
+
+def describe_media(media: Media) -> str:
+    """One medium in a few words: its type and size (or where it is), never its bytes."""
+    where = f"{len(media.data):,} bytes" if media.data is not None else f"at {redact_url(media.url or '')}"
+    return f"{media.mime_type}, {where}"
+
+
+def tool_media(
+    response: ToolResponse, convert: Callable[[Sequence[Media]], list[dict[str, Any]]], where: str
+) -> tuple[str, list[dict[str, Any]]]:
+    """A tool response's text and the provider parts of its media that ``convert`` (one of the
+    converters above) takes; a medium it refuses becomes a line of the text naming its type and
+    size (``where`` says what it could not go in). When the text is empty and media go along, the
+    text says so, so that no tool answer is blank."""
+    parts: list[dict[str, Any]] = []
+    sent: list[str] = []
+    notes: list[str] = []
+    for medium in response.media:
+        try:
+            parts.extend(convert([medium]))
+        except UnsupportedRequestError:
+            notes.append(
+                f"[{describe_media(medium)}: not shown, this model takes no {medium.mime_type} {where}]"
+            )
+        else:
+            sent.append(describe_media(medium))
+    text = response.response_data
+    if not text and sent:
+        text = f"[the result is attached: {'; '.join(sent)}]"
+    return "\n".join([text, *notes] if text else notes), parts
+
+
+def tool_media_heading(response: ToolResponse) -> str:
+    """The text before a tool call's media in the user message that carries them."""
+    return f"Attachments returned by tool call {response.id} ({response.name}):"

@@ -1,5 +1,5 @@
 """The official OpenAI SDK client, as both OpenAI adapters (Chat Completions and Responses) use it:
-built from a key and base URL, copied for each event loop, and its errors as ModelErrors.
+built from a key and base URL (or given ready), and how their endpoints authenticate.
 
 The SDK is found at import but imported on first use (building a client, mapping an error):
 importing ``openai`` takes about half a second, which a program that only imports the adapters
@@ -17,18 +17,8 @@ if TYPE_CHECKING:
     import openai
 
 from ..errors import ModelError
-from ._common import connection_error, error_from_body, retry_after_seconds
-from ._transport import AiohttpPath, HttpPath, SdkPath, aiohttp_eligible
 
-__all__ = [
-    "BEARER_AUTH",
-    "build_client",
-    "client_for",
-    "derive_client",
-    "http_path",
-    "model_error",
-    "require_sdk",
-]
+__all__ = ["BEARER_AUTH", "build_client", "client_for", "require_sdk"]
 
 _SDK_PACKAGES = ("openai", "httpx2")
 
@@ -92,45 +82,5 @@ def client_for(
     return client
 
 
-def derive_client(template: openai.AsyncOpenAI, http_client: Any) -> openai.AsyncOpenAI:
-    """A client configured as ``template`` over another HTTP client (one per event loop, see ``_loops``)."""
-    return template.copy(http_client=http_client)
-
-
-def model_error(exc: openai.OpenAIError, provider: str, url: str | None = None) -> ModelError:
-    """An SDK error as a ModelError: what happened, the status, the provider's error, the URL tried."""
-    import openai
-
-    if isinstance(exc, openai.APIConnectionError):  # timeouts included
-        return connection_error(exc, provider=provider, url=url)
-    if isinstance(exc, openai.APIStatusError):
-        return error_from_body(
-            exc.body,
-            provider=provider,
-            status_code=exc.status_code,
-            fallback=exc.message,
-            retry_after=retry_after_seconds(exc.response.headers),
-        )
-    if isinstance(exc, openai.APIError):
-        return error_from_body(exc.body, provider=provider, status_code=None, fallback=exc.message)
-    return ModelError(f"{provider} client failed: {exc}", provider=provider)
-
-
 BEARER_AUTH = {"bearer_auth": True}
 """How the model endpoints authenticate (the SDK's security option for them: the API key)."""
-
-
-def http_path(client: openai.AsyncOpenAI, path: str, *, provider: str) -> HttpPath:
-    """How requests of ``client`` to ``path`` travel: aiohttp when it can stand in for the SDK's
-    HTTP stack with the same configuration, else the SDK's own (see ``_transport``)."""
-    if aiohttp_eligible(client, "openai"):
-        return AiohttpPath(client, path, provider=provider, security=BEARER_AUTH, sdk_module="openai")
-    import openai
-
-    return SdkPath(
-        client, path, provider=provider, security=BEARER_AUTH, sdk_error=openai.OpenAIError, error=_sdk_error
-    )
-
-
-def _sdk_error(exc: Exception, provider: str, url: str) -> ModelError:
-    return model_error(exc, provider, url)  # type: ignore[arg-type]  # only OpenAIErrors reach it

@@ -19,51 +19,49 @@ is a ``ModelError`` (the answer was cut short), never a short answer.
 
 from __future__ import annotations
 
-import contextlib
+import importlib
 import json
 import os
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
 from ._extras import missing_extra
-from ._media import anthropic_blocks
+from ._media import anthropic_blocks, tool_media
 
 try:
     import anthropic
-    import httpx2
+    import httpx2  # noqa: F401  (the SDK's HTTP stack: part of what this extra must bring)
 except ImportError as _exc:
     raise missing_extra(__name__, "anthropic", _exc) from _exc
 
 from .._checks import check_int
-from ..errors import ModelError
+from ..errors import ModelError, UnsupportedRequestError
 from ..messages import (
     AssistantMessage,
     Message,
     SystemMessage,
     ToolCall,
+    ToolResponse,
     ToolResponseMessage,
     UserMessage,
 )
 from ..model import ChatResponse, ChatResponseMetadata, Generation, Prompt, Usage
+from ._base import HttpChatModel, StreamAssembly
 from ._common import (
     as_dict,
     as_int,
     as_list,
     as_str,
-    check_request_allowed,
-    connection_error,
-    error_from_body,
     finish_reason_or_default,
-    incomplete_answer,
-    layer_params,
     option_params,
-    retry_after_seconds,
+    read_dict,
+    request_params,
     split_sdk_options,
     tool_definitions,
 )
-from ._loops import LoopClients
-from ._transport import pool_of, ssl_context, uses_default_http_client
+from ._http.failures import incomplete_answer, model_error
+from ._http.json import dumps
 
 __all__ = ["AnthropicChatModel", "parse_message", "to_anthropic_messages"]
 
@@ -80,18 +78,6 @@ STOP_REASONS: Mapping[str, str] = {
 }
 """Anthropic stop reason → the finish reason reported in ChatResponse (others pass through)."""
 
-# HTTP status of an error type, for errors that arrive inside a 200 stream.
-_STATUS_BY_ERROR_TYPE = {
-    "invalid_request_error": 400,
-    "authentication_error": 401,
-    "permission_error": 403,
-    "not_found_error": 404,
-    "request_too_large": 413,
-    "rate_limit_error": 429,
-    "api_error": 500,
-    "overloaded_error": 529,
-}
-
 # The fields a response block may carry back in a request, per block type.
 _REQUEST_FIELDS = {
     "text": ("type", "text", "citations"),
@@ -103,7 +89,7 @@ _REQUEST_FIELDS = {
 _THINKING_TYPES = ("thinking", "redacted_thinking")
 
 
-class AnthropicChatModel:
+class AnthropicChatModel(HttpChatModel):
     """A ChatModel for Anthropic's Messages API.
 
     ``client`` is an ``anthropic.AsyncAnthropic`` you built yourself; otherwise one is built from
@@ -113,6 +99,9 @@ class AnthropicChatModel:
     with every call (``thinking={"type": "enabled", "budget_tokens": 2048}``, ``extra_headers``...);
     ``ChatOptions`` override them and ``ChatOptions.extra`` overrides both; ``None`` removes one.
     """
+
+    _ENDPOINT = "/v1/messages"
+    _SDK_MODULE = "anthropic"
 
     def __init__(
         self,
@@ -137,54 +126,18 @@ class AnthropicChatModel:
         self.provider = "anthropic"
         self.max_tokens = max_tokens
         self.defaults: dict[str, Any] = dict(defaults)
-        self.client = client if client is not None else _build_client(base_url, api_key, max_retries)
-        self._clients = LoopClients(self.client, _derive_client, _aiohttp_client)
+        self._connect(client if client is not None else _build_client(base_url, api_key, max_retries))
 
     def __repr__(self) -> str:
         return f"AnthropicChatModel({self.model_name!r})"
 
-    async def call(self, prompt: Prompt) -> ChatResponse:
-        """One Messages request; the whole answer as a ChatResponse."""
-        args = self._create_args(prompt, stream=False)
-        client = await self._clients.current()
-        check_request_allowed(self.provider, client)
-        try:
-            message = await client.messages.create(**args)
-        except anthropic.AnthropicError as exc:
-            raise _model_error(exc, _endpoint(client)) from exc
-        return parse_message(message.to_dict(mode="json", warnings=False))
+    def _parse(self, data: dict[str, Any], url: str) -> ChatResponse:
+        if data.get("type") == "error" or data.get("error") is not None:
+            raise model_error(self.provider, error=data)
+        return parse_message(data)
 
-    async def stream(self, prompt: Prompt) -> AsyncIterator[ChatResponse]:
-        """A streamed request: text deltas as they come, then one last chunk with the whole tool
-        calls, the finish reason, usage and the blocks to replay. Closing the iterator closes the
-        response."""
-        args = self._create_args(prompt, stream=True)
-        client = await self._clients.current()
-        check_request_allowed(self.provider, client)
-        url = _endpoint(client)
-        try:
-            sdk_stream = await client.messages.create(**args)
-        except anthropic.AnthropicError as exc:
-            raise _model_error(exc, url) from exc
-        assembler = StreamAssembler()
-        try:
-            async for event in sdk_stream:
-                text = assembler.feed(event.to_dict(mode="json", warnings=False))
-                if text:
-                    yield assembler.text_chunk(text)
-        except (anthropic.AnthropicError, httpx2.TransportError) as exc:
-            # This SDK leaves a connection lost mid-stream as the transport's own error.
-            raise _model_error(exc, url, mid_stream=True) from exc
-        except json.JSONDecodeError as exc:
-            raise ModelError(
-                f"anthropic: a stream event is not JSON ({url}): {exc}",
-                error_type="invalid_response",
-                provider="anthropic",
-            ) from exc
-        finally:
-            await sdk_stream.close()
-        assembler.check_complete(url)
-        yield assembler.final()
+    def _assembly(self, url: str) -> StreamAssembly:
+        return StreamAssembler(url=url)
 
     def request_body(self, prompt: Prompt, *, stream: bool = False) -> dict[str, Any]:
         """The JSON body this model sends for ``prompt`` (SDK options such as headers left out)."""
@@ -208,22 +161,39 @@ class AnthropicChatModel:
             request["output_config"] = {
                 "format": {"type": "json_schema", "schema": dict(options.output_schema)}
             }
-        extra = dict(options.extra) if options is not None else {}
-        params = layer_params(base, self.defaults, request, extra)
-        params.pop("stream", None)
-        return {k: v for k, v in params.items() if v is not None}
+        return request_params(base, self.defaults, request, prompt)
 
-    def _create_args(self, prompt: Prompt, stream: bool) -> dict[str, Any]:
+    def _body(self, prompt: Prompt, *, stream: bool) -> tuple[bytes, dict[str, Any]]:
+        """(the JSON body, the SDK request options): every field verbatim, so new API fields work
+        with any SDK version. A request that is not streamed gets the SDK's own timeout for it."""
         body, sdk_options = split_sdk_options(self._params(prompt))
-        required = {key: body.pop(key) for key in ("model", "max_tokens", "messages")}
-        # The rest travels in extra_body, verbatim, so new API fields work with any SDK version.
-        return {
-            **required,
-            "messages": cast(Any, required["messages"]),
-            "stream": stream,
-            "extra_body": body,
-            **sdk_options,
-        }
+        if not stream and "timeout" not in sdk_options:
+            timeout = _nonstreaming_timeout(self.client, body)
+            if timeout is not None:
+                sdk_options["timeout"] = timeout
+        first = {key: body.pop(key) for key in ("max_tokens", "messages", "model")}
+        return dumps({**first, "stream": stream, **body}), sdk_options
+
+
+def _nonstreaming_timeout(client: Any, body: Mapping[str, Any]) -> Any:
+    """What the SDK's ``messages.create`` gives a request that is not streamed, on a client with
+    the default timeout: a longer read timeout, or — when the answer may take over ten minutes —
+    an UnsupportedRequestError saying to stream (the SDK's ValueError)."""
+    constants = importlib.import_module("anthropic._constants")
+    default = getattr(constants, "DEFAULT_TIMEOUT", None)
+    calculate = getattr(client, "_calculate_nonstreaming_timeout", None)
+    if calculate is None or default is None or client.timeout != default:
+        return None
+    limits: Mapping[str, int] = getattr(constants, "MODEL_NONSTREAMING_TOKENS", {})
+    try:
+        return calculate(body["max_tokens"], limits.get(body["model"]))
+    except ValueError as exc:
+        raise UnsupportedRequestError(
+            f"anthropic: {exc} (max_tokens={body['max_tokens']!r} for model {body['model']!r}); "
+            "use stream() for this request, or lower max_tokens",
+            error_type="unsupported_option",
+            provider="anthropic",
+        ) from exc
 
 
 def _build_client(
@@ -247,52 +217,6 @@ def _build_client(
     if max_retries is not None:
         kwargs["max_retries"] = max_retries
     return anthropic.AsyncAnthropic(**kwargs)
-
-
-def _endpoint(client: anthropic.AsyncAnthropic) -> str:
-    return str(client.base_url).rstrip("/") + "/v1/messages"
-
-
-def _derive_client(template: anthropic.AsyncAnthropic, http_client: Any) -> anthropic.AsyncAnthropic:
-    """A client configured as ``template`` over another HTTP client (see ``_loops``): the SDK's own
-    aiohttp client (``anthropic.DefaultAioHttpClient``) when aiohttp is installed and the template
-    runs on the SDK's default HTTP client without a proxy (see ``_transport.aiohttp_eligible``),
-    else a fresh pool like the template's. Every request still goes through the SDK (its
-    credentials, headers, timeouts, retries and errors); only the connection pool differs: aiohttp's
-    does not scan every pooled connection per request, httpx2's does."""
-    aiohttp_client = getattr(anthropic, "DefaultAioHttpClient", None)  # SDKs from 2025 on
-    if aiohttp_client is not None and uses_default_http_client(template, "anthropic"):
-        # An SDK whose aiohttp client needs a package that is not here keeps the httpx2 pool.
-        with contextlib.suppress(ImportError, RuntimeError):
-            http_client = aiohttp_client(trust_env=False, verify=ssl_context(pool_of(template._client)))
-    return template.copy(http_client=http_client)
-
-
-def _aiohttp_client(client: anthropic.AsyncAnthropic) -> Any:
-    """The aiohttp-backed HTTP client of a loop's client, closed when the loop ends (None if none)."""
-    aiohttp_client = getattr(anthropic, "DefaultAioHttpClient", None)
-    http_client = client._client
-    return http_client if aiohttp_client is not None and isinstance(http_client, aiohttp_client) else None
-
-
-def _model_error(
-    exc: anthropic.AnthropicError | httpx2.TransportError, url: str | None = None, *, mid_stream: bool = False
-) -> ModelError:
-    if isinstance(exc, anthropic.APIConnectionError | httpx2.TransportError):  # timeouts included
-        return connection_error(exc, provider="anthropic", url=url, mid_stream=mid_stream)
-    if isinstance(exc, anthropic.APIError):
-        status: int | None = exc.status_code if isinstance(exc, anthropic.APIStatusError) else None
-        retry_after = None
-        if isinstance(exc, anthropic.APIStatusError):
-            retry_after = retry_after_seconds(exc.response.headers)
-        if status is not None and status < 400:
-            # An `event: error` inside a 200 stream: the status the error type stands for.
-            error_type = as_str(as_dict(as_dict(exc.body).get("error")).get("type"))
-            status = _STATUS_BY_ERROR_TYPE.get(error_type or "")
-        return error_from_body(
-            exc.body, provider="anthropic", status_code=status, fallback=exc.message, retry_after=retry_after
-        )
-    return ModelError(f"anthropic client failed: {exc}", provider="anthropic")
 
 
 # -- request ---------------------------------------------------------------------------------------
@@ -332,11 +256,17 @@ def _turn(message: Message) -> tuple[str, list[dict[str, Any]]]:
     if isinstance(message, AssistantMessage):
         return "assistant", _assistant_blocks(message)
     if isinstance(message, ToolResponseMessage):
-        return "user", [
-            {"type": "tool_result", "tool_use_id": r.id, "content": r.response_data}
-            for r in message.responses
-        ]
+        return "user", [_tool_result(r) for r in message.responses]
     raise TypeError(f"cannot send {message!r} to a chat model: it is not a Message")
+
+
+def _tool_result(response: ToolResponse) -> dict[str, Any]:
+    """A ``tool_result`` block; the media the tool returned go inside it, after its text."""
+    if not response.media:
+        return {"type": "tool_result", "tool_use_id": response.id, "content": response.response_data}
+    text, blocks = tool_media(response, anthropic_blocks, "in a tool result")
+    content = [{"type": "text", "text": text}] if text else []
+    return {"type": "tool_result", "tool_use_id": response.id, "content": [*content, *blocks]}
 
 
 def _assistant_blocks(message: AssistantMessage) -> list[dict[str, Any]]:
@@ -457,6 +387,33 @@ class StreamAssembler:
     partial_json: dict[int, list[str]] = field(default_factory=dict)
     stopped: bool = False
     """True once ``message_stop`` came."""
+    url: str | None = None
+    """Where the stream comes from (named in its errors)."""
+
+    @property
+    def done(self) -> bool:
+        """True once ``message_stop`` came: nothing more is read."""
+        return self.stopped
+
+    def feed_events(self, events: list[tuple[str, object]]) -> list[str]:
+        """Take in decoded events in order, up to ``message_stop``; their text deltas. An error
+        event raises its ModelError (with the status its error type stands for)."""
+        texts: list[str] = []
+        for _, data in events:
+            event = read_dict(data)
+            if event.get("type") == "error":
+                raise model_error("anthropic", error=event)
+            text = self.feed(event)
+            if text:
+                texts.append(text)
+            if self.stopped:
+                break
+        return texts
+
+    def complete(self) -> ChatResponse:
+        """The last chunk, once the stream is checked complete (``check_complete``)."""
+        self.check_complete(self.url)
+        return self.final()
 
     def feed(self, event: Mapping[str, Any]) -> str | None:
         """Take in one event; returns its text delta (or None)."""

@@ -17,7 +17,7 @@ for an answer the server marked complete: a stream that ends with neither a ``fi
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -32,29 +32,25 @@ from ..messages import (
     UserMessage,
 )
 from ..model import ChatResponse, ChatResponseMetadata, Generation, Prompt, Usage
+from ._base import HttpChatModel, StreamAssembly
 from ._common import (
     as_int,
     as_str,
-    check_request_allowed,
-    error_from_body,
     finish_reason_or_default,
-    incomplete_answer,
-    layer_params,
     new_tool_call_id,
     option_params,
     read_dict,
     read_list,
+    request_params,
+    schema_name,
     split_sdk_options,
     tool_definitions,
 )
-from ._json import loads
-from ._loops import LoopClients
-from ._media import openai_chat_parts
-from ._openai_client import client_for, derive_client, http_path, require_sdk
-from ._sse import DONE as _DONE
-from ._sse import SseDecoder
-from ._transport import HttpPath, dumps
-from ._wire import HISTORY, WireCache, json_body
+from ._http.failures import incomplete_answer, model_error, not_an_object
+from ._http.sse import DONE as _DONE
+from ._http.wire import HISTORY, WireCache, history_body
+from ._media import openai_chat_parts, tool_media, tool_media_heading
+from ._openai_client import BEARER_AUTH, client_for, require_sdk
 
 if TYPE_CHECKING:
     import openai
@@ -66,7 +62,7 @@ __all__ = ["OpenAIChatModel", "OpenAIResponsesChatModel", "parse_completion", "t
 _REASONING_FIELDS = ("reasoning_content", "reasoning")
 
 
-class OpenAIChatModel:
+class OpenAIChatModel(HttpChatModel):
     """A ChatModel for the Chat Completions API of OpenAI or any OpenAI-compatible server.
 
     ``client`` is an ``openai.AsyncOpenAI`` you built yourself; otherwise one is built from
@@ -81,6 +77,10 @@ class OpenAIChatModel:
     ``reasoning``, kept in ``AssistantMessage.metadata``) back with that assistant message, as
     DeepSeek's thinking mode requires in tool loops.
     """
+
+    _ENDPOINT = "/chat/completions"
+    _SDK_MODULE = "openai"
+    _SECURITY = BEARER_AUTH
 
     def __init__(
         self,
@@ -98,89 +98,21 @@ class OpenAIChatModel:
         self.provider = provider_name
         self.replay_reasoning = replay_reasoning
         self.defaults: dict[str, Any] = dict(defaults)
-        self.client = client_for(type(self).__name__, model, client, base_url, api_key, max_retries)
+        self._connect(client_for(type(self).__name__, model, client, base_url, api_key, max_retries))
         self._wire = WireCache(partial(_wire_message, replay_reasoning=replay_reasoning))
         self._wire_replays = replay_reasoning
-        self._clients = LoopClients(
-            self.client, derive_client, partial(http_path, path="/chat/completions", provider=provider_name)
-        )
 
     def __repr__(self) -> str:
         return f"OpenAIChatModel({self.model_name!r}, provider={self.provider!r})"
 
-    async def call(self, prompt: Prompt) -> ChatResponse:
-        """One Chat Completions request; the whole answer as a ChatResponse."""
-        path: HttpPath = await self._clients.current_companion()
-        check_request_allowed(self.provider, path.client)
-        reply = await path.send(*self._body(prompt, stream=False), stream=False)
-        content = await reply.read()
-        try:
-            body = loads(content)
-        except ValueError as exc:
-            raise ModelError(
-                f"{self.provider} answered with a body that is not JSON ({path.url}): {exc}",
-                provider=self.provider,
-            ) from exc
-        data = self._checked(body, "the response body")
+    def _parse(self, data: dict[str, Any], url: str) -> ChatResponse:
+        data = _checked(data, "the response body", self.provider)
         if not read_list(data.get("choices")):
-            raise incomplete_answer(self.provider, path.url, "the response has no choices")
+            raise incomplete_answer(self.provider, url, "the response has no choices", body=data)
         return parse_completion(data)
 
-    def _checked(self, data: object, what: str) -> dict[str, Any]:
-        """``data`` when it is a JSON object without an ``error``; otherwise a ModelError."""
-        if not isinstance(data, dict):
-            raise ModelError(
-                f"{self.provider} sent {what} that is not a JSON object: {str(data)[:200]!r}",
-                provider=self.provider,
-            )
-        error = data.get("error")
-        if error is not None:
-            raise error_from_body(
-                error if isinstance(error, dict) else data,
-                provider=self.provider,
-                status_code=None,
-                fallback=f"error in {what}",
-            )
-        return data
-
-    async def stream(self, prompt: Prompt) -> AsyncIterator[ChatResponse]:
-        """A streamed request: text deltas as they come, then one last chunk with the whole tool
-        calls, the finish reason, usage and reasoning. Closing the iterator closes the response."""
-        assembler = StreamAssembler()
-        path: HttpPath = await self._clients.current_companion()
-        check_request_allowed(self.provider, path.client)
-        url = path.url
-        reply = await path.send(*self._body(prompt, stream=True), stream=True)
-        decoder = SseDecoder(self.provider, url)
-        try:
-            # Each read's events are decoded at once, in this loop: a delta costs no generator
-            # hop of its own between the socket and the caller.
-            async for block in reply.chunks():
-                for text in self._texts(decoder.feed(block), assembler):
-                    yield assembler.text_chunk(text)
-                if assembler.done:
-                    await reply.finish()
-                    break
-            else:
-                for text in self._texts(decoder.close(), assembler):
-                    yield assembler.text_chunk(text)
-        finally:
-            await reply.aclose()
-        assembler.check_complete(self.provider, url)
-        yield assembler.final()
-
-    def _texts(self, events: list[tuple[str, object]], assembler: StreamAssembler) -> list[str]:
-        """The text deltas of ``events``, each event fed to ``assembler`` (none after ``[DONE]``)."""
-        texts: list[str] = []
-        for event, data in events:
-            if event == "error":
-                raise _stream_error(data, self.provider)
-            text = assembler.feed(data if data is _DONE else self._checked(data, "a stream event"))
-            if text:
-                texts.append(text)
-            if assembler.done:
-                break
-        return texts
+    def _assembly(self, url: str) -> StreamAssembly:
+        return StreamAssembler(provider=self.provider, url=url)
 
     def request_body(self, prompt: Prompt, *, stream: bool = False) -> dict[str, Any]:
         """The JSON body this model sends for ``prompt`` (SDK options such as headers left out)."""
@@ -209,10 +141,7 @@ class OpenAIChatModel:
         options = prompt.options
         if options is not None and options.output_schema is not None:
             request["response_format"] = _response_format(options.output_schema)
-        extra = dict(options.extra) if options is not None else {}
-        params = layer_params(base, self.defaults, request, extra)
-        params.pop("stream", None)
-        return {k: v for k, v in params.items() if v is not None}
+        return request_params(base, self.defaults, request, prompt)
 
     def _body(self, prompt: Prompt, *, stream: bool) -> tuple[bytes, dict[str, Any]]:
         """(the JSON body, the SDK request options) for ``prompt``, serialized once, here, and sent
@@ -221,20 +150,23 @@ class OpenAIChatModel:
         known to this SDK version or not (vLLM's ``top_k``, Ollama's ``options``...); messages sent
         before are not serialized again (``WireCache``)."""
         params, sdk_options = split_sdk_options(self._params(prompt, stream))
-        first = {"model": params.pop("model"), "stream": stream}
-        messages = params.pop("messages")
-        if messages is not HISTORY:
-            return dumps({**first, "messages": messages, **params}), sdk_options
-        array = self._wire_cache().array(prompt.instructions)
-        return json_body(first, "messages", array, params), sdk_options
+        return history_body(params, "messages", stream, prompt, self._wire_cache()), sdk_options
+
+
+def _checked(data: object, what: str, provider: str) -> dict[str, Any]:
+    """``data`` when it is a JSON object without an ``error``; otherwise a ModelError."""
+    if not isinstance(data, dict):
+        raise not_an_object(provider, what, data)
+    error = data.get("error")
+    if error is not None:
+        raise model_error(provider, error=error if isinstance(error, dict) else data)
+    return data
 
 
 def _stream_error(data: object, provider: str) -> ModelError:
     """The ModelError for an ``event: error`` frame of a stream (its ``error`` object when it has one)."""
     error = read_dict(data).get("error")
-    if isinstance(error, dict):
-        data = error
-    return error_from_body(data, provider=provider, status_code=None, fallback=f"error event: {data!r:.200}")
+    return model_error(provider, error=error if isinstance(error, dict) else data)
 
 
 # -- request ---------------------------------------------------------------------------------------
@@ -245,11 +177,9 @@ def _tool_param(name: str, description: str, schema: Mapping[str, Any]) -> dict[
 
 
 def _response_format(schema: Mapping[str, Any]) -> dict[str, Any]:
-    title = schema.get("title")
-    name = "".join(c for c in title if c.isalnum() or c in "_-")[:64] if isinstance(title, str) else ""
     return {
         "type": "json_schema",
-        "json_schema": {"name": name or "result", "schema": dict(schema), "strict": False},
+        "json_schema": {"name": schema_name(schema), "schema": dict(schema), "strict": False},
     }
 
 
@@ -264,12 +194,29 @@ def _wire_message(message: Message, replay_reasoning: bool) -> tuple[dict[str, A
     if isinstance(message, AssistantMessage):
         return (_assistant_param(message, replay_reasoning),)
     if isinstance(message, ToolResponseMessage):
+        if any(r.media for r in message.responses):
+            return _tool_messages_with_media(message)
         return tuple(
             {"role": "tool", "tool_call_id": r.id, "content": r.response_data} for r in message.responses
         )
     if isinstance(message, SystemMessage):
         return ({"role": "system", "content": message.text},)
     raise TypeError(f"cannot send {message!r} to a chat model: it is not a Message")
+
+
+def _tool_messages_with_media(message: ToolResponseMessage) -> tuple[dict[str, Any], ...]:
+    """The tool messages, then one user message with the media the tools returned (a tool message
+    takes only text), each call's media under a line naming the call."""
+    items: list[dict[str, Any]] = []
+    attached: list[dict[str, Any]] = []
+    for response in message.responses:
+        text, parts = tool_media(response, openai_chat_parts, "in a message")
+        items.append({"role": "tool", "tool_call_id": response.id, "content": text})
+        if parts:
+            attached += [{"type": "text", "text": tool_media_heading(response)}, *parts]
+    if attached:
+        items.append({"role": "user", "content": attached})
+    return tuple(items)
 
 
 def _user_content(message: UserMessage) -> str | list[dict[str, Any]]:
@@ -395,7 +342,24 @@ class StreamAssembler:
     done: bool = False
     """True once ``[DONE]`` came (the server's end-of-stream marker)."""
     choices_seen: bool = False
+    provider: str = "openai"
+    url: str | None = None
+    """Where the stream comes from (named in its errors)."""
     _text_metadata: ChatResponseMetadata | None = field(default=None, repr=False, compare=False)
+
+    def feed_events(self, events: list[tuple[str, object]]) -> list[str]:
+        """Take in decoded events in order (none after ``[DONE]``); their text deltas. An error
+        event, or a chunk carrying an ``error``, raises its ModelError."""
+        texts: list[str] = []
+        for event, data in events:
+            if event == "error":
+                raise _stream_error(data, self.provider)
+            text = self.feed(data if data is _DONE else _checked(data, "a stream event", self.provider))
+            if text:
+                texts.append(text)
+            if self.done:
+                break
+        return texts
 
     def feed(self, chunk: object) -> str | None:
         """Take in one chunk (or the ``[DONE]`` marker); returns its text delta (or None)."""
@@ -466,6 +430,11 @@ class StreamAssembler:
             )
         if not self.choices_seen:
             raise incomplete_answer(provider, url, "the stream had no choices")
+
+    def complete(self) -> ChatResponse:
+        """The last chunk, once the stream is checked complete (``check_complete``)."""
+        self.check_complete(self.provider, self.url)
+        return self.final()
 
     def text_chunk(self, text: str) -> ChatResponse:
         """A chunk carrying one text delta."""

@@ -23,12 +23,11 @@ Importable from ``advisorchain.models.openai`` too. The mapping:
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ModelError
+from ..errors import IncompleteAnswerError, ModelError, UnsupportedRequestError
 from ..messages import (
     AssistantMessage,
     Message,
@@ -38,27 +37,25 @@ from ..messages import (
     UserMessage,
 )
 from ..model import ChatResponse, ChatResponseMetadata, Generation, Prompt, Usage
+from ._base import HttpChatModel, StreamAssembly
 from ._common import (
     as_dict,
     as_int,
     as_list,
     as_str,
-    check_request_allowed,
-    error_from_body,
     finish_reason_or_default,
-    layer_params,
     new_tool_call_id,
     option_params,
+    request_params,
+    schema_name,
     split_sdk_options,
     tool_definitions,
 )
-from ._json import loads
-from ._loops import LoopClients
-from ._media import responses_parts
-from ._openai_client import client_for, derive_client, http_path, require_sdk
-from ._sse import DONE, sse_events
-from ._transport import HttpPath, dumps
-from ._wire import HISTORY, WireCache, json_body
+from ._http.failures import incomplete_answer, model_error, not_an_object
+from ._http.sse import DONE
+from ._http.wire import HISTORY, WireCache, history_body
+from ._media import responses_parts, tool_media, tool_media_heading
+from ._openai_client import BEARER_AUTH, client_for, require_sdk
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -81,7 +78,7 @@ _REQUEST_FIELDS = {
 _PLAIN_TYPES = ("message", "function_call")
 
 
-class OpenAIResponsesChatModel:
+class OpenAIResponsesChatModel(HttpChatModel):
     """A ChatModel for OpenAI's Responses API: tools, streaming, native structured output, and
     reasoning items carried across the rounds of a tool loop.
 
@@ -91,6 +88,10 @@ class OpenAIResponsesChatModel:
     ``store=False``, ``extra_headers={...}``...); ``ChatOptions`` override them and
     ``ChatOptions.extra`` overrides both; ``None`` removes a field.
     """
+
+    _ENDPOINT = "/responses"
+    _SDK_MODULE = "openai"
+    _SECURITY = BEARER_AUTH
 
     def __init__(
         self,
@@ -106,51 +107,17 @@ class OpenAIResponsesChatModel:
         self.model_name = model
         self.provider = provider_name
         self.defaults: dict[str, Any] = dict(defaults)
-        self.client = client_for(type(self).__name__, model, client, base_url, api_key, max_retries)
+        self._connect(client_for(type(self).__name__, model, client, base_url, api_key, max_retries))
         self._wire = WireCache(_input_items)
-        self._clients = LoopClients(
-            self.client, derive_client, partial(http_path, path="/responses", provider=provider_name)
-        )
 
     def __repr__(self) -> str:
         return f"OpenAIResponsesChatModel({self.model_name!r}, provider={self.provider!r})"
 
-    async def call(self, prompt: Prompt) -> ChatResponse:
-        """One Responses request; the whole answer as a ChatResponse."""
-        path: HttpPath = await self._clients.current_companion()
-        check_request_allowed(self.provider, path.client)
-        reply = await path.send(*self._body(prompt, stream=False), stream=False)
-        content = await reply.read()
-        try:
-            body = loads(content)
-        except ValueError as exc:
-            raise ModelError(
-                f"{self.provider} answered with a body that is not JSON ({path.url}): {exc}",
-                provider=self.provider,
-            ) from exc
-        return parse_response(_checked(body, "the response body", self.provider), self.provider)
+    def _parse(self, data: dict[str, Any], url: str) -> ChatResponse:
+        return parse_response(_checked(data, "the response body", self.provider), self.provider)
 
-    async def stream(self, prompt: Prompt) -> AsyncIterator[ChatResponse]:
-        """A streamed request: text deltas as they come, then one last chunk with the whole function
-        calls, the finish reason, usage and the items to send back. Closing the iterator closes
-        the response."""
-        assembler = ResponsesStreamAssembler(self.provider)
-        path: HttpPath = await self._clients.current_companion()
-        check_request_allowed(self.provider, path.client)
-        reply = await path.send(*self._body(prompt, stream=True), stream=True)
-        try:
-            async for _, data in sse_events(reply.chunks(), self.provider, path.url):
-                if data is DONE:
-                    break
-                text = assembler.feed(_checked(data, "a stream event", self.provider))
-                if text:
-                    yield assembler.text_chunk(text)
-                if assembler.done:
-                    await reply.finish()
-                    break
-        finally:
-            await reply.aclose()
-        yield assembler.final()
+    def _assembly(self, url: str) -> StreamAssembly:
+        return ResponsesStreamAssembler(self.provider, url=url)
 
     def request_body(self, prompt: Prompt, *, stream: bool = False) -> dict[str, Any]:
         """The JSON body this model sends for ``prompt`` (SDK options such as headers left out)."""
@@ -165,7 +132,7 @@ class OpenAIResponsesChatModel:
         base: dict[str, Any] = {"model": self.model_name, "input": HISTORY}
         request = option_params(prompt, max_tokens_key="max_output_tokens", stop_key="stop")
         if "stop" in request:
-            raise ModelError(
+            raise UnsupportedRequestError(
                 f"the Responses API has no stop sequences, got stop={request['stop']!r}; leave "
                 "ChatOptions.stop unset or use OpenAIChatModel (Chat Completions)",
                 error_type="unsupported_option",
@@ -186,50 +153,34 @@ class OpenAIResponsesChatModel:
         options = prompt.options
         if options is not None and options.output_schema is not None:
             request["text"] = {"format": _json_schema_format(options.output_schema)}
-        extra = dict(options.extra) if options is not None else {}
-        params = layer_params(base, self.defaults, request, extra)
-        params.pop("stream", None)
-        return {k: v for k, v in params.items() if v is not None}
+        return request_params(base, self.defaults, request, prompt)
 
     def _body(self, prompt: Prompt, *, stream: bool) -> tuple[bytes, dict[str, Any]]:
         """(the JSON body, the SDK request options) for ``prompt``: serialized once and sent as it
         is (no TypedDict transform of every input item per request; items sent before are not
         serialized again); the answer is read raw."""
         params, sdk_options = split_sdk_options(self._params(prompt))
-        first = {"model": params.pop("model"), "stream": stream}
-        items = params.pop("input")
-        if items is not HISTORY:
-            return dumps({**first, "input": items, **params}), sdk_options
-        return json_body(first, "input", self._wire.array(prompt.instructions), params), sdk_options
+        return history_body(params, "input", stream, prompt, self._wire), sdk_options
 
 
 def _checked(data: object, what: str, provider: str) -> dict[str, Any]:
     """``data`` when it is a JSON object that is not an error; otherwise a ModelError."""
     if not isinstance(data, dict):
-        raise ModelError(
-            f"{provider} sent {what} that is not a JSON object: {str(data)[:200]!r}", provider=provider
-        )
+        raise not_an_object(provider, what, data)
     if data.get("type") == "error" or (data.get("error") is not None and data.get("type") is None):
-        raise _api_error(data, provider, f"error in {what}")
+        raise _api_error(data, provider)
     return data
 
 
-# The HTTP status an error code stands for, for errors that arrive inside a 200 answer or stream
-# (so that RetryChatModel treats them as it treats the same failure sent as an HTTP error).
-_STATUS_BY_CODE = {"rate_limit_exceeded": 429, "server_error": 500, "server_is_overloaded": 503}
-
-
-def _api_error(body: Mapping[str, Any], provider: str, fallback: str) -> ModelError:
-    """The ModelError for an error object: an ``error`` event, a failed response, an error body."""
+def _api_error(body: Mapping[str, Any], provider: str) -> ModelError:
+    """The ModelError for an error object: an ``error`` event, a failed response, an error body
+    (its code gives the status, for an error inside a 200 answer or stream)."""
     error = as_dict(body.get("error")) or {k: v for k, v in body.items() if k != "type"}
-    code = as_str(error.get("code")) or as_str(error.get("type")) or ""
-    return error_from_body(error, provider=provider, status_code=_STATUS_BY_CODE.get(code), fallback=fallback)
+    return model_error(provider, error=error)
 
 
 def _json_schema_format(schema: Mapping[str, Any]) -> dict[str, Any]:
-    title = schema.get("title")
-    name = "".join(c for c in title if c.isalnum() or c in "_-")[:64] if isinstance(title, str) else ""
-    return {"type": "json_schema", "name": name or "result", "schema": dict(schema), "strict": False}
+    return {"type": "json_schema", "name": schema_name(schema), "schema": dict(schema), "strict": False}
 
 
 # -- request ---------------------------------------------------------------------------------------
@@ -246,6 +197,8 @@ def _input_items(message: Message) -> tuple[dict[str, Any], ...]:
     if isinstance(message, AssistantMessage):
         return tuple(_assistant_items(message))
     if isinstance(message, ToolResponseMessage):
+        if any(r.media for r in message.responses):
+            return _tool_items_with_media(message)
         return tuple(
             {"type": "function_call_output", "call_id": r.id, "output": r.response_data}
             for r in message.responses
@@ -253,6 +206,21 @@ def _input_items(message: Message) -> tuple[dict[str, Any], ...]:
     if isinstance(message, SystemMessage):
         return ({"role": "system", "content": message.text},)
     raise TypeError(f"cannot send {message!r} to a chat model: it is not a Message")
+
+
+def _tool_items_with_media(message: ToolResponseMessage) -> tuple[dict[str, Any], ...]:
+    """The function call outputs, then one user message with the media the tools returned (an
+    output takes only text), each call's media under a line naming the call."""
+    items: list[dict[str, Any]] = []
+    attached: list[dict[str, Any]] = []
+    for response in message.responses:
+        text, parts = tool_media(response, responses_parts, "in a message")
+        items.append({"type": "function_call_output", "call_id": response.id, "output": text})
+        if parts:
+            attached += [{"type": "input_text", "text": tool_media_heading(response)}, *parts]
+    if attached:
+        items.append({"role": "user", "content": attached})
+    return tuple(items)
 
 
 def _user_content(message: UserMessage) -> str | list[dict[str, Any]]:
@@ -329,9 +297,9 @@ def _check_status(data: Mapping[str, Any], provider: str) -> None:
     if status in (None, "completed"):
         return
     if status == "failed" or data.get("error"):
-        raise _api_error(data, provider, f"the response failed (status {status!r})")
+        raise _api_error(data, provider)
     reason = as_str(as_dict(data.get("incomplete_details")).get("reason")) or "no reason given"
-    raise ModelError(
+    raise IncompleteAnswerError(
         f"{provider} did not complete the response (status {status!r}, reason {reason!r}); the partial "
         "answer was discarded" + (": raise max_tokens" if reason == "max_output_tokens" else ""),
         error_type="incomplete_answer",
@@ -400,12 +368,28 @@ class ResponsesStreamAssembler:
     never finished) and ``response.completed`` ends the answer. Any other end is a ModelError."""
 
     provider: str = "openai"
+    url: str | None = None
+    """Where the stream comes from (named in its errors)."""
     id: str | None = None
     model: str | None = None
     usage: Usage | None = None
     done: bool = False
     items: dict[int, dict[str, Any]] = field(default_factory=dict)
     arguments: dict[int, list[str]] = field(default_factory=dict)
+
+    def feed_events(self, events: list[tuple[str, object]]) -> list[str]:
+        """Take in decoded events in order, up to ``response.completed`` (or ``[DONE]``); their
+        text deltas. An error event raises its ModelError."""
+        texts: list[str] = []
+        for _, data in events:
+            if data is DONE:
+                break
+            text = self.feed(_checked(data, "a stream event", self.provider))
+            if text:
+                texts.append(text)
+            if self.done:
+                break
+        return texts
 
     def feed(self, event: Mapping[str, Any]) -> str | None:
         """Take in one event; returns its text delta (or None)."""
@@ -453,9 +437,7 @@ class ResponsesStreamAssembler:
 
     def _on_unfinished(self, event: Mapping[str, Any]) -> None:
         _check_status(as_dict(event.get("response")), self.provider)
-        raise ModelError(
-            f"{self.provider} ended the response with {event.get('type')!r}", provider=self.provider
-        )
+        raise incomplete_answer(self.provider, self.url, f"the response ended with {event.get('type')!r}")
 
     def _metadata(self, finish: str | None, usage: Usage | None) -> ChatResponseMetadata:
         return ChatResponseMetadata(id=self.id, model=self.model, usage=usage, finish_reason=finish)
@@ -464,15 +446,14 @@ class ResponsesStreamAssembler:
         """A chunk carrying one text delta."""
         return ChatResponse((Generation(AssistantMessage(text)),), self._metadata(None, None))
 
+    def complete(self) -> ChatResponse:
+        """The last chunk (``final``): an IncompleteAnswerError unless ``response.completed`` came."""
+        return self.final()
+
     def final(self) -> ChatResponse:
         """The last chunk: whole function calls, finish reason, usage, the items to send back."""
         if not self.done:
-            raise ModelError(
-                f"{self.provider} stream ended before response.completed: the answer is incomplete "
-                "and the partial answer was discarded",
-                error_type="incomplete_answer",
-                provider=self.provider,
-            )
+            raise incomplete_answer(self.provider, self.url, "the stream ended before response.completed")
         items = [self._whole(index, self.items[index]) for index in sorted(self.items)]
         message = assistant_message(items)
         # Streamed text is the concatenation of the deltas, so this chunk carries none itself.

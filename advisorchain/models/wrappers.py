@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from .._streams import close_stream
-from ..errors import ModelError
+from ..errors import ModelConnectionError, ModelError
 from ..model import ChatModel, ChatResponse, Prompt
 
 __all__ = ["FallbackChatModel", "RetryChatModel"]
@@ -31,16 +31,17 @@ RETRIED_STATUS_CODES = frozenset({408, 409, 429})
 """HTTP statuses RetryChatModel retries, besides every status of 500 and above."""
 
 RETRIED_ERROR_TYPES = frozenset({"timeout", "connection_error"})
-"""``ModelError.error_type`` values of failures that never reached an answer (retried)."""
+"""``ModelError.error_type`` values of failures that never reached an answer (retried), for
+ModelErrors made by hand rather than as ``ModelConnectionError``s."""
 
 
 def is_retryable(error: ModelError) -> bool:
     """True for a failure worth trying again: status 408, 409, 429 or >= 500, a timeout, or a
-    broken connection."""
+    broken connection (a ``ModelConnectionError``)."""
     status = error.status_code
     if status is not None and (status in RETRIED_STATUS_CODES or status >= 500):
         return True
-    return error.error_type in RETRIED_ERROR_TYPES
+    return isinstance(error, ModelConnectionError) or error.error_type in RETRIED_ERROR_TYPES
 
 
 def _check_model(model: object, wrapper: str) -> ChatModel:

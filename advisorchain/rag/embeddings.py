@@ -239,8 +239,9 @@ class OpenAIEmbeddingModel:
         api_key: str | None = None,
         dimensions: int | None = None,
     ) -> None:
-        from ..models._loops import LoopClients
-        from ..models._openai_client import client_for, derive_client, require_sdk
+        from ..models._base import derive_client
+        from ..models._http.loops import LoopClients
+        from ..models._openai_client import client_for, require_sdk
 
         require_sdk("advisorchain.rag.OpenAIEmbeddingModel")
         if dimensions is not None and (
@@ -278,7 +279,7 @@ class OpenAIEmbeddingModel:
     async def _create(self, texts: list[str]) -> list[list[float]]:
         import openai
 
-        from ..models._openai_client import model_error
+        from ..models._http.failures import model_error
 
         client = await self._clients.current()
         kwargs: dict[str, Any] = {"model": self.model, "input": texts, "encoding_format": "float"}
@@ -287,7 +288,7 @@ class OpenAIEmbeddingModel:
         try:
             response = await client.embeddings.create(**kwargs)
         except openai.OpenAIError as exc:
-            raise model_error(exc, "openai", str(client.base_url)) from exc
+            raise model_error("openai", url=str(client.base_url), exception=exc) from exc
         data = sorted(getattr(response, "data", None) or [], key=lambda d: d.index)
         vectors = [list(d.embedding) for d in data]
         if len(vectors) != len(texts) or not all(vectors):

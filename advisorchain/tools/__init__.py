@@ -1,7 +1,7 @@
 """Tools: the contract (``api``), the ``@tool`` decorator and ``tool_callbacks`` (``function``), the
 manager that executes tool calls (``manager``), and approval decisions (``approvals``)."""
 
-from .api import InvalidToolArgumentsError, ToolCallback, ToolContext, ToolDefinition, ToolMetadata
+from .api import InvalidToolArgumentsError, ToolCallback, ToolContext, ToolDefinition, ToolMetadata, ToolText
 from .approvals import Approved, Denied
 from .function import FunctionTool, ToolCallbackProvider, tool, tool_callbacks
 from .manager import ToolCallingManager, ToolCallingManagerProtocol, ToolExecutionResult
@@ -19,6 +19,7 @@ __all__ = [
     "ToolDefinition",
     "ToolExecutionResult",
     "ToolMetadata",
+    "ToolText",
     "tool",
     "tool_callbacks",
 ]

@@ -8,6 +8,7 @@ from .._tool_types import (
     ToolDefinition,
     ToolMetadata,
     ToolRegistry,
+    ToolText,
 )
 
 __all__ = [
@@ -17,4 +18,5 @@ __all__ = [
     "ToolDefinition",
     "ToolMetadata",
     "ToolRegistry",
+    "ToolText",
 ]

@@ -17,7 +17,7 @@ from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
 from .. import observability as obs
 from .._checks import check_int, check_seconds
 from .._tool_types import EMPTY_REGISTRY, ToolRegistry
-from ..errors import ChainConfigurationError, ToolCallLimitExceeded, ToolExecutionError
+from ..errors import ChainConfigurationError, ToolCallLimitExceeded, ToolError, ToolExecutionError
 from ..messages import AssistantMessage, Message, ToolCall, ToolResponse, ToolResponseMessage, UserMessage
 from ..model import ChatOptions, ChatResponse, FinishReason, Generation, Prompt
 from .api import InvalidToolArgumentsError, ToolCallback, ToolContext, ToolDefinition
@@ -238,7 +238,7 @@ class ToolCallingManager:
                     ToolResponse(call.id, call.name, f"Error: {failure.text}"), False, failure.malformed
                 )
         direct = callback is not None and callback.metadata.return_direct
-        return _Outcome(ToolResponse(call.id, call.name, text), direct)
+        return _Outcome(ToolResponse(call.id, call.name, text, getattr(text, "media", ())), direct)
 
     async def _invoke(
         self,
@@ -263,7 +263,7 @@ class ToolCallingManager:
             result = await self._with_timeout(pending, call.name)
         except _ToolFailure:
             raise
-        except InvalidToolArgumentsError as exc:
+        except ToolError as exc:  # told to the model as it is (InvalidToolArgumentsError, McpToolError...)
             raise _ToolFailure(str(exc)) from exc
         except Exception as exc:
             detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__

@@ -210,3 +210,11 @@ def test_in_a_terminal_index_shows_its_progress_and_chat_its_citations(docs: Pat
     finally:
         for pane in panes:
             pane.close()
+
+
+def test_a_password_in_a_store_url_is_never_shown(tmp_path: Path) -> None:
+    secret = "postgresql://app:s3cret@127.0.0.1:1/kb"
+    for args in (["index", str(tmp_path), "--store", secret.replace("postgresql", "mysql")], ["chat", "--model", "openai:m", "--base-url", "http://127.0.0.1:9/v1", "--knowledge", secret, "-p", "hi"]):
+        (tmp_path / "a.md").write_text("text")
+        done = cli(*args, cwd=tmp_path)
+        assert done.returncode in (1, 2) and "s3cret" not in done.stderr + done.stdout, done.stderr

@@ -237,7 +237,7 @@ def test_a_damaged_default_store_is_named_by_its_path(_cli_env: Path) -> None:
 
 
 def test_a_password_in_a_store_url_is_never_shown() -> None:
-    assert store_label("postgresql://app:s3cret@db.example/app") == "postgresql://app:***@db.example/app"
+    assert store_label("postgresql://app:s3cret@db.example/app") == "postgresql://***@db.example/app"
     assert store_label("redis://localhost:6379/0") == "redis://localhost:6379/0"
     assert store_label("sqlite:///chat.db") == "chat.db"
 

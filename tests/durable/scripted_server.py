@@ -5,7 +5,9 @@ already holds plus one. Rounds 1 and 2 ask for the tool ``record`` (``{"n": roun
 answers ``FINAL``. A model name starting with ``hang2-`` makes the first round-2 request of that
 conversation hang until the client goes away (so a test can kill the worker mid-round).
 A model name starting with ``approve-`` asks in round 1 for two calls of the tool ``guarded``
-(``call_a`` with ``{"n": 1}``, ``call_b`` with ``{"n": 2}``) and answers ``FINAL`` in round 2.
+(``call_a`` with ``{"n": 1}``, ``call_b`` with ``{"n": 2}``) and answers ``FINAL`` in round 2; one
+starting with ``pay-`` asks in round 1 for the tool ``pay`` (``call_pay``, ``{"n": 5}``) and
+answers ``FINAL`` in round 2.
 Streamed requests get text deltas (or whole tool calls), a finish reason and ``[DONE]``.
 """
 
@@ -79,7 +81,7 @@ class ScriptedServer:
                 body = await reader.readexactly(int(headers.get("content-length", "0")))
                 request = json.loads(body)
                 model, round_ = request["model"], 1 + sum(m["role"] == "tool" for m in request["messages"])
-                if model.startswith("approve-"):
+                if model.startswith(("approve-", "pay-")):
                     round_ = min(round_, 2)
                 with self.round_started:
                     self.counts[(model, round_)] += 1
@@ -107,6 +109,8 @@ def _reply(model: str, round_: int, stream: bool) -> bytes:
     rounds = ROUNDS
     if model.startswith("approve-"):
         calls, rounds = [_call("call_a", "guarded", 1), _call("call_b", "guarded", 2)], 2
+    elif model.startswith("pay-"):
+        calls, rounds = [_call("call_pay", "pay", 5)], 2
     usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
     base = {"id": f"resp-{round_}", "created": 0, "model": model}
     if not stream:

@@ -12,7 +12,11 @@ from advisorchain import (
     ChainConfigurationError,
     ChatClient,
     ChatOptions,
+    ContextLengthExceededError,
+    Media,
     MessageChatMemoryAdvisor,
+    ModelError,
+    ModelTimeoutError,
     SystemMessage,
     ToolCall,
     ToolResponse,
@@ -20,11 +24,18 @@ from advisorchain import (
     UserMessage,
     tool,
 )
-from advisorchain.durable._agent import DurableParts, check_decisions
-from advisorchain.durable._codec import prompt_from_dict, prompt_to_dict, response_from_dict, response_to_dict
+from advisorchain._tool_types import ToolText
+from advisorchain.durable._agent import DurableParts, _ModelSeam, check_decisions
+from advisorchain.durable._codec import (
+    prompt_from_dict,
+    prompt_to_dict,
+    response_from_dict,
+    response_to_dict,
+    tool_result_from_dict,
+)
 from advisorchain.memory import InMemoryChatMemoryRepository, MessageWindowChatMemory
 from advisorchain.model import ChatResponse, Prompt, Usage
-from advisorchain.testing import ScriptedChatModel
+from advisorchain.testing import FunctionChatModel, ScriptedChatModel
 
 
 @tool
@@ -112,3 +123,52 @@ def test_deciding_a_run_that_waits_for_nothing_is_refused_naming_the_run() -> No
 def test_a_decision_that_is_not_one_is_refused_naming_the_call() -> None:
     with pytest.raises(ChainConfigurationError, match=r"'a'.*'yes'"):
         check_decisions("run-1", (ToolCall("a", "t", "{}"),), {"a": "yes"})
+
+
+# -- what the hardening added to the trip ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        ContextLengthExceededError(
+            "openai error 400 (invalid_request_error): too long",
+            status_code=400,
+            error_type="x",
+            provider="openai",
+        ),
+        ModelTimeoutError("timed out", error_type="timeout", provider="openai"),
+        ModelError("plain", status_code=500, provider="p", retry_after=2.0),
+    ],
+)
+async def test_a_model_error_comes_back_of_its_own_class_from_the_model_seam(error: ModelError) -> None:
+    def fail(prompt: Prompt) -> AssistantMessage:
+        raise error
+
+    parts = DurableParts(ChatClient(FunctionChatModel(fail)), "errs")
+
+    async def dispatch(seam: str, payload: object) -> object:
+        return await parts.call_model(payload, None)  # type: ignore[arg-type]
+
+    seam = _ModelSeam(parts.model_seam, dispatch, False, parts.client.model)
+    with pytest.raises(type(error)) as caught:
+        await seam.call(Prompt([UserMessage("hi")]))
+    assert type(caught.value) is type(error)
+    assert (str(caught.value), caught.value.status_code, caught.value.retry_after) == (
+        str(error),
+        error.status_code,
+        error.retry_after,
+    )
+
+
+async def test_a_tool_results_media_survive_the_tool_seam() -> None:
+    @tool
+    async def chart() -> str:
+        """A chart."""
+        return ToolText("the chart", [Media("image/png", data=b"\x89PNG")])
+
+    parts = DurableParts(ChatClient(ScriptedChatModel([]), default_tools=[chart]), "media")
+    recorded = await parts.seams()[parts.tool_seam("chart")]({"arguments": "{}", "context": None})
+
+    back = tool_result_from_dict(recorded)
+    assert (back, getattr(back, "media", None)) == ("the chart", (Media("image/png", data=b"\x89PNG"),))

@@ -93,6 +93,7 @@ async def test_activities_are_named_by_agent_seam_and_tool(temporal_env: Any, tm
         "named.memory.get",
         "named.model",
         "named.tool.guarded",
+        "named.tool.pay",
         "named.tool.record",
     ]
     assert agent.workflow_name == "named.run"

@@ -31,7 +31,9 @@ def no_leftovers() -> Iterator[None]:
 
 @pytest.fixture(scope="session")
 def time_server() -> Iterator[McpServerStdio]:
-    server = McpServerStdio(sys.executable, ["-m", "mcp_server_time", "--local-timezone", "UTC"], tool_prefix="time")
+    server = McpServerStdio(
+        sys.executable, ["-m", "mcp_server_time", "--local-timezone", "UTC"], tool_prefix="time"
+    )
     with server:
         yield server
 
@@ -60,7 +62,9 @@ def git_server(git_repo: Path, approval_rule_calls: dict[str, Mapping[str, Any]]
         return not annotations.get("readOnlyHint", False)
 
     args = ["-m", "mcp_server_git", "--repository", str(git_repo)]
-    with McpServerStdio(sys.executable, args, tool_prefix="repo", requires_approval=ask_unless_read_only) as server:
+    with McpServerStdio(
+        sys.executable, args, tool_prefix="repo", requires_approval=ask_unless_read_only
+    ) as server:
         yield server
 
 

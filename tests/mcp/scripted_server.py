@@ -1,16 +1,30 @@
 """A small MCP server (the SDK's MCPServer) for the MCP tests: tools that fail, hang, crash, change the
-tool list and carry annotations. Run: ``python scripted_server.py stdio`` or ``... http <port>``."""
+tool list, carry annotations, answer with images, audio and resources, answer too much, and storm
+the client with notifications. Run: ``python scripted_server.py stdio`` or ``... http <port>``."""
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import os
 import sys
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.shared.exceptions import MCPError
-from mcp.types import INVALID_PARAMS, CallToolResult, ToolAnnotations
+from mcp.types import (
+    INVALID_PARAMS,
+    AudioContent,
+    BlobResourceContents,
+    CallToolResult,
+    EmbeddedResource,
+    ImageContent,
+    ResourceLink,
+    TextContent,
+    TextResourceContents,
+    ToolAnnotations,
+)
+from mcp_helpers import PDF, PNG, WAV
 
 server = MCPServer("scripted", version="1.0", log_level="WARNING")
 
@@ -20,7 +34,9 @@ def echo(text: str) -> str:
     return text
 
 
-@server.tool(description="Delete every record.", annotations=ToolAnnotations(destructive_hint=True, title="Wipe"))
+@server.tool(
+    description="Delete every record.", annotations=ToolAnnotations(destructive_hint=True, title="Wipe")
+)
 def wipe() -> str:
     return "wiped"
 
@@ -77,6 +93,96 @@ def environment(name: str) -> str:
 def forget_tool(name: str) -> str:
     server.remove_tool(name)
     return f"forgot {name}"
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+@server.tool(description="A chart: an image between two texts.")
+def picture() -> CallToolResult:
+    return CallToolResult(
+        content=[
+            TextContent(type="text", text="Here is the chart:"),
+            ImageContent(type="image", data=_b64(PNG), mime_type="image/png"),
+            TextContent(type="text", text="It shows growth."),
+        ]
+    )
+
+
+@server.tool(description="A large image and nothing else.")
+def image_only(kilobytes: int) -> CallToolResult:
+    data = (PNG * (kilobytes * 1024 // len(PNG) + 1))[: kilobytes * 1024]
+    return CallToolResult(content=[ImageContent(type="image", data=_b64(data), mime_type="image/png")])
+
+
+@server.tool(description="A short sound.")
+def sound() -> CallToolResult:
+    return CallToolResult(
+        content=[
+            TextContent(type="text", text="Listen:"),
+            AudioContent(type="audio", data=_b64(WAV), mime_type="audio/wav"),
+        ]
+    )
+
+
+@server.tool(description="Resources of every kind: a link, a text, a text blob, a PDF and a binary blob.")
+def resources() -> CallToolResult:
+    return CallToolResult(
+        content=[
+            ResourceLink(
+                type="resource_link",
+                name="Design notes",
+                uri="file:///docs/design.md",
+                mime_type="text/markdown",
+            ),
+            EmbeddedResource(
+                type="resource",
+                resource=TextResourceContents(uri="memo://1", mime_type="text/plain", text="The memo text."),
+            ),
+            EmbeddedResource(
+                type="resource",
+                resource=BlobResourceContents(
+                    uri="memo://2", mime_type="text/plain", blob=_b64(b"A text blob.")
+                ),
+            ),
+            EmbeddedResource(
+                type="resource",
+                resource=BlobResourceContents(
+                    uri="file:///report.pdf", mime_type="application/pdf", blob=_b64(PDF)
+                ),
+            ),
+            EmbeddedResource(
+                type="resource",
+                resource=BlobResourceContents(
+                    uri="file:///data.bin", mime_type="application/octet-stream", blob=_b64(bytes(300))
+                ),
+            ),
+        ]
+    )
+
+
+@server.tool(description="An embedded text resource and nothing else.")
+def resource_only() -> CallToolResult:
+    return CallToolResult(
+        content=[
+            EmbeddedResource(
+                type="resource", resource=TextResourceContents(uri="memo://only", text="Only this.")
+            )
+        ]
+    )
+
+
+@server.tool(description="Answers with this many bytes of text.")
+def big(size: int) -> str:
+    return "x" * size
+
+
+@server.tool(description="Tells the client the tool list changed, this many times.")
+async def storm(times: int, ctx: Context) -> str:
+    for _ in range(times):
+        await ctx.request_context.session.send_tool_list_changed()
+    return f"sent {times}"
 
 
 if __name__ == "__main__":

@@ -53,7 +53,9 @@ def test_a_bad_argument_for_a_real_server_is_its_error_text(time_server: McpServ
     assert "Mars/Olympus_Mons" in text
 
 
-def test_a_tool_name_the_server_does_not_offer_gets_the_list_of_its_tools(time_server: McpServerStdio) -> None:
+def test_a_tool_name_the_server_does_not_offer_gets_the_list_of_its_tools(
+    time_server: McpServerStdio,
+) -> None:
     [text] = _run(time_server, ToolCall("c1", "time_now", "{}"))
     assert text.startswith("Error: there is no tool named 'time_now'")
     assert "'time_get_current_time'" in text
@@ -68,9 +70,13 @@ def test_a_tool_the_server_dropped_without_notice_is_an_error_text(scripted_serv
     assert "ephemeral" in text
 
 
-def test_with_raise_on_error_an_error_result_raises_tool_execution_error(scripted_server: McpServerStdio) -> None:
+def test_with_raise_on_error_an_error_result_raises_tool_execution_error(
+    scripted_server: McpServerStdio,
+) -> None:
     manager = ToolCallingManager(raise_on_error=True)
-    model = ScriptedChatModel([AssistantMessage(None, [ToolCall("c1", "fail", '{"reason": "nope"}')]), "done"])
+    model = ScriptedChatModel(
+        [AssistantMessage(None, [ToolCall("c1", "fail", '{"reason": "nope"}')]), "done"]
+    )
     client = ChatClient(model, default_advisors=[ToolCallingAdvisor(tool_calling_manager=manager)])
     with pytest.raises(ToolExecutionError) as caught:
         client.prompt("go").tools(scripted_server).call().content()
@@ -106,7 +112,11 @@ async def test_a_server_process_that_died_gives_error_texts_and_closes_cleanly(n
     )
     async with McpServerStdio(sys.executable, [SCRIPTED, "stdio"]) as server:
         assert await ChatClient(model).prompt("go").tools(server).acall().content() == "done"
-    texts = [m.responses[0].response_data for m in model.prompts[2].instructions if isinstance(m, ToolResponseMessage)]
+    texts = [
+        m.responses[0].response_data
+        for m in model.prompts[2].instructions
+        if isinstance(m, ToolResponseMessage)
+    ]
     assert texts == [
         "Error: MCP server 'scripted' is no longer running (its connection closed) and cannot answer tool "
         f"{name!r}; answer without it"
@@ -146,7 +156,9 @@ async def test_a_server_that_never_answers_its_start_fails_after_timeout(no_left
 
 def test_tools_of_a_server_not_entered_are_refused_naming_it() -> None:
     server = McpServerStdio("uvx", ["mcp-server-time"])
-    with pytest.raises(ChainConfigurationError, match=r"McpServerStdio\('uvx', \['mcp-server-time'\]\) is not entered"):
+    with pytest.raises(
+        ChainConfigurationError, match=r"McpServerStdio\('uvx', \['mcp-server-time'\]\) is not entered"
+    ):
         tool_callbacks(server)
 
 
@@ -158,7 +170,9 @@ def test_a_request_with_a_server_not_entered_is_refused_before_the_model_runs() 
     assert model.prompts == []
 
 
-async def test_a_request_after_the_server_was_closed_is_refused(scripted_url: str, no_leftovers: None) -> None:
+async def test_a_request_after_the_server_was_closed_is_refused(
+    scripted_url: str, no_leftovers: None
+) -> None:
     server = McpServerHttp(scripted_url)
     client = ChatClient(ScriptedChatModel(["fine", "never"]), default_tools=[server])
     async with server:

@@ -35,7 +35,9 @@ def _tool_names(model: ScriptedChatModel, prompt_index: int = 0) -> list[str]:
     return [cb.definition.name for cb in options.tool_callbacks]
 
 
-def test_a_model_calls_an_mcp_tool_and_the_real_result_reaches_its_next_prompt(time_server: McpServerStdio) -> None:
+def test_a_model_calls_an_mcp_tool_and_the_real_result_reaches_its_next_prompt(
+    time_server: McpServerStdio,
+) -> None:
     model = ScriptedChatModel(
         [
             AssistantMessage(None, [ToolCall("c1", "time_get_current_time", '{"timezone": "Asia/Tokyo"}')]),
@@ -49,9 +51,13 @@ def test_a_model_calls_an_mcp_tool_and_the_real_result_reaches_its_next_prompt(t
     assert result["datetime"].endswith("+09:00")
 
 
-async def test_the_async_form_runs_a_real_conversion_on_another_event_loop(time_server: McpServerStdio) -> None:
+async def test_the_async_form_runs_a_real_conversion_on_another_event_loop(
+    time_server: McpServerStdio,
+) -> None:
     arguments = '{"source_timezone": "UTC", "time": "12:00", "target_timezone": "Asia/Kolkata"}'
-    model = ScriptedChatModel([AssistantMessage(None, [ToolCall("c1", "time_convert_time", arguments)]), "done"])
+    model = ScriptedChatModel(
+        [AssistantMessage(None, [ToolCall("c1", "time_convert_time", arguments)]), "done"]
+    )
     await ChatClient(model).prompt("Noon UTC in India?").tools(time_server).acall().content()
     result = json.loads(_responses(model)[0])
     assert result["target"]["datetime"].endswith("T17:30:00+05:30")
@@ -81,7 +87,9 @@ def test_mcp_server_git_reads_a_throwaway_repository_in_the_tool_loop(
     git_server: McpServerStdio, git_repo: Path
 ) -> None:
     arguments = json.dumps({"repo_path": str(git_repo)})
-    model = ScriptedChatModel([AssistantMessage(None, [ToolCall("c1", "repo_git_log", arguments)]), "One commit."])
+    model = ScriptedChatModel(
+        [AssistantMessage(None, [ToolCall("c1", "repo_git_log", arguments)]), "One commit."]
+    )
     ChatClient(model).prompt("What happened in the repo?").tools(git_server).call().content()
     log = _responses(model)[0]
     assert "Add notes" in log
@@ -134,7 +142,9 @@ def test_parallel_calls_on_one_server_are_answered_in_call_order(scripted_server
     assert _responses(model) == ["first", "second", "third"]
 
 
-async def test_concurrent_callers_on_several_event_loops_share_one_server(scripted_server: McpServerStdio) -> None:
+async def test_concurrent_callers_on_several_event_loops_share_one_server(
+    scripted_server: McpServerStdio,
+) -> None:
     echo = next(cb for cb in tool_callbacks(scripted_server) if cb.definition.name == "echo")
     results: list[str] = []
 
@@ -181,12 +191,16 @@ def test_structured_content_without_text_becomes_its_json(scripted_server: McpSe
 
 
 def test_a_server_over_streamable_http_runs_in_the_tool_loop(scripted_http: McpServerHttp) -> None:
-    model = ScriptedChatModel([AssistantMessage(None, [ToolCall("c1", "web_echo", '{"text": "over http"}')]), "ok"])
+    model = ScriptedChatModel(
+        [AssistantMessage(None, [ToolCall("c1", "web_echo", '{"text": "over http"}')]), "ok"]
+    )
     ChatClient(model).prompt("echo").tools(scripted_http).call().content()
     assert _responses(model) == ["over http"]
 
 
-def test_a_stdio_server_runs_with_the_given_env_and_cwd(scripted_server: McpServerStdio, scripted_workdir: Path) -> None:
+def test_a_stdio_server_runs_with_the_given_env_and_cwd(
+    scripted_server: McpServerStdio, scripted_workdir: Path
+) -> None:
     model = ScriptedChatModel(
         [AssistantMessage(None, [ToolCall("c1", "environment", '{"name": "ADVISORCHAIN_GREETING"}')]), "ok"]
     )
@@ -195,7 +209,9 @@ def test_a_stdio_server_runs_with_the_given_env_and_cwd(scripted_server: McpServ
 
 
 def test_headers_go_with_every_request_to_an_http_server(scripted_http: McpServerHttp) -> None:
-    model = ScriptedChatModel([AssistantMessage(None, [ToolCall("c1", "web_header", '{"name": "x-test"}')]), "ok"])
+    model = ScriptedChatModel(
+        [AssistantMessage(None, [ToolCall("c1", "web_header", '{"name": "x-test"}')]), "ok"]
+    )
     ChatClient(model).prompt("header?").tools(scripted_http).call().content()
     assert _responses(model) == ["advisorchain"]
 
@@ -243,6 +259,8 @@ def test_a_bad_tool_prefix_is_refused_naming_it(prefix: object) -> None:
 
 @settings(max_examples=40, deadline=None)
 @given(text=st.text())
-def test_any_text_survives_the_round_trip_to_a_server_and_back(scripted_http: McpServerHttp, text: str) -> None:
+def test_any_text_survives_the_round_trip_to_a_server_and_back(
+    scripted_http: McpServerHttp, text: str
+) -> None:
     echo = next(cb for cb in tool_callbacks(scripted_http) if cb.definition.name == "web_echo")
     assert asyncio.run(echo.call(json.dumps({"text": text}), None)) == text

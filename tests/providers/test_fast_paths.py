@@ -19,9 +19,10 @@ from hypothesis import strategies as st
 
 from advisorchain.messages import AssistantMessage, ToolCall, ToolResponse, ToolResponseMessage, UserMessage
 from advisorchain.model import ChatOptions, Prompt
-from advisorchain.models import _json, _sse
 from advisorchain.models import openai as openai_module
-from advisorchain.models._wire import WireCache, json_body
+from advisorchain.models._http import json as _json
+from advisorchain.models._http import sse as _sse
+from advisorchain.models._http.wire import WireCache, json_body
 from advisorchain.models.openai import OpenAIChatModel
 
 COMPLETION = {

@@ -40,6 +40,11 @@ __all__ = [
     "closed_port",
     "json_reply",
     "openai_completion",
+    "raw_reply",
+    "responses_body",
+    "responses_text_events",
+    "responses_tool_events",
+    "anthropic_message",
     "openai_text_events",
     "openai_tool_events",
     "running_server",
@@ -225,7 +230,15 @@ def _reset(writer: asyncio.StreamWriter) -> None:
 
 # -- replies ---------------------------------------------------------------------------------------
 
-_REASONS = {200: "OK", 400: "Bad Request", 408: "Request Timeout", 429: "Too Many Requests"}
+_REASONS = {
+    200: "OK",
+    400: "Bad Request",
+    408: "Request Timeout",
+    429: "Too Many Requests",
+    500: "Internal Server Error",
+    502: "Bad Gateway",
+    503: "Service Unavailable",
+}
 
 
 def _head(status: int, headers: dict[str, str]) -> bytes:
@@ -239,6 +252,14 @@ def json_reply(status: int, body: Any, headers: dict[str, str] | None = None) ->
     data = json.dumps(body).encode()
     all_headers = {"content-type": "application/json", "content-length": str(len(data)), **(headers or {})}
     return [Send(_head(status, all_headers) + data)]
+
+
+def raw_reply(
+    status: int, content_type: str, body: bytes, headers: dict[str, str] | None = None
+) -> list[Step]:
+    """A whole response of any content type (an HTML error page, plain text...)."""
+    all_headers = {"content-type": content_type, "content-length": str(len(body)), **(headers or {})}
+    return [Send(_head(status, all_headers) + body)]
 
 
 def sse_frames(events: Iterable[Any], *, done: bool = True, event_names: bool = False) -> bytes:
@@ -405,6 +426,83 @@ def anthropic_tool_events(
             {"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 9}},
             {"type": "message_stop"},
         ]
+    return events
+
+
+def anthropic_message(text: str) -> dict[str, Any]:
+    """A Messages-API response body with one text block."""
+    return {
+        "id": "msg_fault",
+        "type": "message",
+        "role": "assistant",
+        "model": "fault-model",
+        "content": [{"type": "text", "text": text}],
+        "stop_reason": "end_turn",
+        "stop_sequence": None,
+        "usage": {"input_tokens": 3, "output_tokens": 2},
+    }
+
+
+def _responses_response(status: str, output: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "id": "resp_fault",
+        "object": "response",
+        "model": "fault-model",
+        "status": status,
+        "output": output,
+        "usage": {"input_tokens": 3, "output_tokens": 2} if status == "completed" else None,
+    }
+
+
+def _responses_text_item(text: str) -> dict[str, Any]:
+    return {
+        "type": "message",
+        "id": "msg_1",
+        "role": "assistant",
+        "status": "completed",
+        "content": [{"type": "output_text", "text": text, "annotations": []}],
+    }
+
+
+def responses_body(text: str) -> dict[str, Any]:
+    """A Responses API response body with one text message."""
+    return _responses_response("completed", [_responses_text_item(text)])
+
+
+def responses_text_events(*deltas: str, complete: bool = True) -> list[dict[str, Any]]:
+    """Responses stream events for a text answer (send with ``event_names=True``); ``complete=False``
+    leaves out ``response.completed`` (a truncated stream)."""
+    item = {"type": "message", "id": "msg_1", "role": "assistant", "status": "in_progress", "content": []}
+    events: list[dict[str, Any]] = [
+        {"type": "response.created", "response": _responses_response("in_progress", [])},
+        {"type": "response.output_item.added", "output_index": 0, "item": item},
+    ]
+    events += [
+        {"type": "response.output_text.delta", "output_index": 0, "content_index": 0, "delta": d}
+        for d in deltas
+    ]
+    if complete:
+        done = _responses_response("completed", [_responses_text_item("".join(deltas))])
+        events.append({"type": "response.completed", "response": done})
+    return events
+
+
+def responses_tool_events(
+    name: str, argument_pieces: Sequence[str], *, complete: bool = True
+) -> list[dict[str, Any]]:
+    """Responses stream events of one function call whose arguments come in pieces."""
+    item = {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": name, "arguments": ""}
+    events: list[dict[str, Any]] = [
+        {"type": "response.created", "response": _responses_response("in_progress", [])},
+        {"type": "response.output_item.added", "output_index": 0, "item": item},
+    ]
+    events += [
+        {"type": "response.function_call_arguments.delta", "output_index": 0, "delta": piece}
+        for piece in argument_pieces
+    ]
+    if complete:
+        whole = {**item, "arguments": "".join(argument_pieces), "status": "completed"}
+        events.append({"type": "response.completed", "response": _responses_response("completed", [whole])})
     return events
 
 

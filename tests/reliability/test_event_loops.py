@@ -22,7 +22,7 @@ from fault_server import (
 
 from advisorchain import ChatClient, Prompt, UserMessage, tool
 from advisorchain.model import ChatModel
-from advisorchain.models._loops import LoopClients
+from advisorchain.models._http.loops import LoopClients
 from advisorchain.models.anthropic import AnthropicChatModel
 from advisorchain.models.openai import OpenAIChatModel
 

@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from advisorchain.models._common import is_loopback_url, retry_after_seconds
+from advisorchain.models._common import is_loopback_url
+from advisorchain.models._http.failures import retry_after_seconds
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""The two ways an OpenAI request travels (``advisorchain.models._transport``): aiohttp, chosen
+"""The two ways an OpenAI request travels (``advisorchain.models._http.transport``): aiohttp, chosen
 when it is installed and can carry the SDK client's exact configuration, and the SDK's own httpx2
 stack otherwise. Both send the same request and report the same errors; the SDK client stays the
 source of truth for the key, headers, timeouts and retry policy."""
@@ -13,6 +13,8 @@ import pytest
 from fault_server import (
     FaultServer,
     Received,
+    anthropic_message,
+    anthropic_text_events,
     json_reply,
     openai_completion,
     openai_text_events,
@@ -21,7 +23,7 @@ from fault_server import (
 
 from advisorchain import ModelError, Prompt, UserMessage, tool
 from advisorchain.model import ChatOptions
-from advisorchain.models._transport import AiohttpPath, SdkPath
+from advisorchain.models._http.transport import AiohttpPath, SdkPath
 from advisorchain.models.anthropic import AnthropicChatModel
 from advisorchain.models.openai import OpenAIChatModel
 
@@ -198,17 +200,51 @@ async def test_a_finished_stream_gives_its_connection_back(server: FaultServer) 
     assert server.connections - before == 1
 
 
-# -- Anthropic: the SDK's own aiohttp client under each loop's client ------------------------------
+# -- Anthropic: the same two paths ------------------------------------------------------------------
 
 
-async def test_an_anthropic_client_runs_on_the_sdks_aiohttp_client_unless_told_not_to(
+async def test_an_anthropic_client_travels_over_aiohttp_unless_told_not_to(
     server: FaultServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     anthropic = pytest.importorskip("anthropic")
-    template = anthropic.AsyncAnthropic(api_key="k", base_url=server.url)
-    model = AnthropicChatModel("claude-x", client=template)
-    assert isinstance((await model._clients.current())._client, anthropic.DefaultAioHttpClient)
+    model = AnthropicChatModel("claude-x", client=anthropic.AsyncAnthropic(api_key="k", base_url=server.url))
+    assert isinstance(await model._clients.current_companion(), AiohttpPath)
 
     _use(monkeypatch, "sdk")
     kept = AnthropicChatModel("claude-x", client=anthropic.AsyncAnthropic(api_key="k", base_url=server.url))
-    assert not isinstance((await kept._clients.current())._client, anthropic.DefaultAioHttpClient)
+    assert isinstance(await kept._clients.current_companion(), SdkPath)
+
+
+async def _anthropic_request_on(
+    path: str, server: FaultServer, monkeypatch: pytest.MonkeyPatch, *, stream: bool
+) -> Received:
+    import anthropic
+
+    _use(monkeypatch, path)
+    client = anthropic.AsyncAnthropic(api_key="sk-ant", base_url=server.url, default_headers={"x-team": "t"})
+    model = AnthropicChatModel("claude-x", client=client, extra_headers={"x-call": "c"}, temperature=0)
+    if stream:
+        server.queue(sse_reply(anthropic_text_events("hi"), done=False, event_names=True))
+        texts = [c.text async for c in model.stream(_prompt())]
+        assert texts[0] == "hi"
+    else:
+        server.queue(json_reply(200, anthropic_message("hi")))
+        assert (await model.call(_prompt())).text == "hi"
+    await client.close()
+    return server.requests[-1]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_both_paths_send_the_same_anthropic_request(
+    server: FaultServer, monkeypatch: pytest.MonkeyPatch, stream: bool
+) -> None:
+    sent = {path: await _anthropic_request_on(path, server, monkeypatch, stream=stream) for path in PATHS}
+
+    over_aiohttp, over_sdk = sent["aiohttp"], sent["sdk"]
+    assert over_aiohttp.path == over_sdk.path == "/v1/messages"
+    assert over_aiohttp.body == over_sdk.body
+    assert over_aiohttp.body["tools"][0]["name"] == "get_weather"
+    headers = {p: {k: v for k, v in r.headers.items() if k not in _LIBRARY_HEADERS} for p, r in sent.items()}
+    assert headers["aiohttp"] == headers["sdk"]
+    assert headers["aiohttp"]["anthropic-version"]
+    assert (headers["aiohttp"]["x-team"], headers["aiohttp"]["x-call"]) == ("t", "c")

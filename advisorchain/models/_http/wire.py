@@ -13,12 +13,15 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..messages import Message
-from ._transport import dumps
+from ...messages import Message
+from .json import dumps
 
-__all__ = ["HISTORY", "WireCache", "json_body"]
+if TYPE_CHECKING:
+    from ...model import Prompt
+
+__all__ = ["HISTORY", "WireCache", "history_body", "json_body"]
 
 Wire = tuple[dict[str, Any], ...]
 
@@ -98,3 +101,14 @@ def json_body(before: dict[str, Any], key: str, array: bytes, after: dict[str, A
         parts += [b",", tail[1:-1]]
     parts.append(b"}")
     return b"".join(parts)
+
+
+def history_body(params: dict[str, Any], key: str, stream: bool, prompt: Prompt, wire: WireCache) -> bytes:
+    """The request body of ``params`` (``model`` first, then ``stream``, then the rest, as the
+    SDKs order them) whose ``key`` field (``messages``, ``input``) is either ``HISTORY`` — then the
+    prompt's messages are spliced in from ``wire`` — or what a layer set it to."""
+    first = {"model": params.pop("model"), "stream": stream}
+    history = params.pop(key)
+    if history is not HISTORY:
+        return dumps({**first, key: history, **params})
+    return json_body(first, key, wire.array(prompt.instructions), params)

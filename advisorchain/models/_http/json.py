@@ -1,17 +1,15 @@
-"""Parsing provider JSON: ``orjson`` when it is installed (the ``fast`` extra), the stdlib otherwise.
-
-Only reading goes through here. Request bodies stay the SDK's to serialize, so the bytes on the
-wire are the SDK's whichever parser is installed.
-"""
+"""JSON in and out of the HTTP stack: ``orjson`` when it is installed (the ``fast`` extra), the
+stdlib otherwise — same results either way. ``dumps`` writes request bodies as the SDKs serialize
+them (compact, UTF-8, no NaN), so the bytes on the wire are the SDK's whichever is installed."""
 
 from __future__ import annotations
 
 import json
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
-__all__ = ["FAST", "loads"]
+__all__ = ["FAST", "dumps", "loads"]
 
 _orjson: Any
 try:
@@ -52,3 +50,18 @@ def _loads_fast(data: str | bytes) -> Any:
 
 loads: Callable[[str | bytes], Any] = _loads_fast if FAST else json.loads
 """Parse one JSON document (``str`` or UTF-8 ``bytes``); a ``ValueError`` when it is not JSON."""
+
+
+def _dumps_stdlib(body: object) -> bytes:
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+
+
+def _dumps_fast(body: object) -> bytes:
+    try:
+        return cast(bytes, _orjson.dumps(body))
+    except TypeError:  # what orjson refuses (an int past 64 bits, a str subclass key...)
+        return _dumps_stdlib(body)
+
+
+dumps: Callable[[object], bytes] = _dumps_fast if FAST else _dumps_stdlib
+"""A request body as the SDKs serialize it (compact, UTF-8, no NaN): ``orjson`` when installed."""

@@ -1,6 +1,8 @@
 """How the bytes of a provider request travel, once the adapter has built its JSON body.
 
-Two paths, one contract (``send`` → an open 2xx ``Reply``; every failure a ``ModelError``):
+Two paths, one contract (``send`` → an open 2xx ``Reply``; every failure a ``ModelError`` made by
+``failures.model_error`` from the same status, headers and body, so that a failure reads the same
+on both):
 
 * ``SdkPath`` posts through the SDK client's own request machinery (``client.post``): its
   credentials, headers, retries and errors, over its httpx2 connection pool. Always available.
@@ -8,37 +10,40 @@ Two paths, one contract (``send`` → an open 2xx ``Reply``; every failure a ``M
   the source of truth: the URL and headers are the ones the SDK builds for this endpoint
   (``_build_request``: key, organization/project, default and extra headers, query), built once per
   set of request options instead of once per request; the timeouts are the client's; the retry
-  policy is the SDK's own (``max_retries``, ``_should_retry``, ``_calculate_retry_timeout``). Only
-  the HTTP stack differs: aiohttp keeps no per-request Python objects beyond the response and scans
-  no pool, which is most of the CPU a request costs on the SDK path (measured in
+  policy is the SDK's own (``max_retries``, ``_should_retry``, ``_calculate_retry_timeout``), and
+  it covers what the SDK's covers: a refused or reset connection, a timeout, an error status the
+  SDK retries and — for a request that is not streamed — a body that breaks or stalls before it is
+  read whole. A ``user:password@`` in the base URL is sent as Basic auth, as the SDK's stack sends
+  it. Only the HTTP stack differs: aiohttp keeps no per-request Python objects beyond the response
+  and scans no pool, which is most of the CPU a request costs on the SDK path (measured in
   ``benchmarks/ISSUE-13.md``).
 
 ``aiohttp`` is chosen automatically when it is installed and the client is one it can stand in for:
 an SDK client of exactly the SDK's class (not Azure's or a subclass), over the SDK's default HTTP
 client (a user's own ``http_client`` — proxies, mounts, a mock transport — is always used as is),
-with a plain API key (no key provider, workload identity or custom auth, which hook into the SDK's
-send) and no proxy (one from the environment included: the SDK's stack goes through it).
-``ADVISORCHAIN_HTTP=sdk`` in the environment keeps every request on the SDK path.
-``uses_default_http_client`` is the part of that test the Anthropic adapter applies to give its
-SDK client the SDK's own aiohttp client as its pool (the SDK still builds and sends each request).
+with a plain API key (no key provider, credentials, workload identity, custom auth or middleware,
+which hook into the SDK's send) and no proxy (one from the environment included: the SDK's stack
+goes through it). ``ADVISORCHAIN_HTTP=sdk`` in the environment keeps every request on the SDK path.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import importlib
 import importlib.util
-import json
 import logging
 import os
 import weakref
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, cast
+from urllib.parse import urlsplit, urlunsplit
 
-from ..errors import ModelError
-from ._common import connection_error, error_from_body, retry_after_seconds
+from ..._urls import split_userinfo
+from ...errors import ModelError
+from .failures import model_error
 
 if TYPE_CHECKING:
     import aiohttp
@@ -50,39 +55,20 @@ __all__ = [
     "Reply",
     "SdkPath",
     "aiohttp_eligible",
-    "dumps",
+    "http_path",
     "pool_of",
     "ssl_context",
-    "uses_default_http_client",
 ]
 
 HTTP_ENV = "ADVISORCHAIN_HTTP"
 """``sdk`` keeps every request on the SDK's own HTTP stack; unset or ``auto``: aiohttp when it can."""
 
-_orjson: Any
-try:
-    import orjson as _orjson
-except ImportError:
-    _orjson = None
-
-
-def _dumps_stdlib(body: object) -> bytes:
-    return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
-
-
-def _dumps_fast(body: object) -> bytes:
-    try:
-        return cast(bytes, _orjson.dumps(body))
-    except TypeError:  # what orjson refuses (an int past 64 bits, a str subclass key...)
-        return _dumps_stdlib(body)
-
-
-dumps: Callable[[object], bytes] = _dumps_fast if _orjson is not None else _dumps_stdlib
-"""A request body as the SDKs serialize it (compact, UTF-8, no NaN): ``orjson`` when installed."""
-
 
 class Reply(Protocol):
     """An open 2xx response: read it whole or in chunks, then ``aclose()`` it."""
+
+    status: int
+    headers: Mapping[str, str]
 
     async def read(self) -> bytes: ...
 
@@ -102,12 +88,33 @@ class HttpPath(Protocol):
     """The SDK client whose configuration the requests carry."""
     url: str
 
-    async def send(self, body: bytes, sdk_options: Mapping[str, Any], *, stream: bool) -> Reply: ...
+    async def send(self, body: bytes, sdk_options: Mapping[str, Any], *, stream: bool) -> Reply:
+        """Send ``body``; a 2xx answer as a Reply — read whole already unless ``stream`` — or a
+        ModelError."""
 
     async def aclose(self) -> None: ...
 
 
-# -- the SDK's own stack ---------------------------------------------------------------------------
+def http_path(
+    client: Any, path: str, *, provider: str, sdk_module: str, security: Mapping[str, bool] | None
+) -> HttpPath:
+    """How requests of ``client`` (an SDK client of package ``sdk_module``) to ``path`` travel:
+    aiohttp when it can stand in for the SDK's HTTP stack with the same configuration, else the
+    SDK's own."""
+    if aiohttp_eligible(client, sdk_module):
+        return AiohttpPath(client, path, provider=provider, security=security, sdk_module=sdk_module)
+    sdk = importlib.import_module(sdk_module)
+    sdk_error = sdk.OpenAIError if sdk_module == "openai" else sdk.AnthropicError
+    return SdkPath(client, path, provider=provider, security=security, sdk_error=sdk_error)
+
+
+def _request_fields(sdk_options: Mapping[str, Any], security: Mapping[str, bool] | None) -> dict[str, Any]:
+    """The SDK's request options (``FinalRequestOptions`` fields) for the adapter's SDK options."""
+    fields: dict[str, Any] = {} if security is None else {"security": security}
+    for key, field in (("extra_headers", "headers"), ("extra_query", "params"), ("timeout", "timeout")):
+        if key in sdk_options:
+            fields[field] = sdk_options[key]
+    return fields
 
 
 class _Endpoint:
@@ -117,14 +124,24 @@ class _Endpoint:
         self.client = client
         self.path = path
         self.provider = provider
-        self.url = str(client.base_url).rstrip("/") + path
+        self.url = _endpoint_url(str(client.base_url), path)
+        """The endpoint's URL, as errors name it (redacted there)."""
         self._security = security
+
+
+def _endpoint_url(base_url: str, path: str) -> str:
+    """``path`` under ``base_url``, its query kept after it (``.../v1/chat/completions?x=1``)."""
+    parts = urlsplit(base_url)
+    return urlunsplit(parts._replace(path=parts.path.rstrip("/") + path))
+
+
+# -- the SDK's own stack ---------------------------------------------------------------------------
 
 
 class SdkPath(_Endpoint):
     """``client.post(path, body)`` with the SDK options (``extra_headers``, ``extra_query``,
-    ``timeout``) as the SDK's request options; SDK errors mapped by ``error``. The body is JSON
-    already serialized: the SDK sends bytes as they are."""
+    ``timeout``) as the SDK's request options. The body is JSON already serialized: the SDK sends
+    bytes as they are."""
 
     def __init__(
         self,
@@ -134,28 +151,21 @@ class SdkPath(_Endpoint):
         provider: str,
         security: Mapping[str, bool] | None,
         sdk_error: type[Exception],
-        error: Callable[[Exception, str, str], ModelError],
     ) -> None:
         super().__init__(client, path, provider, security)
         self._sdk_error = sdk_error
-        self._error = error
 
     async def send(self, body: bytes, sdk_options: Mapping[str, Any], *, stream: bool) -> Reply:
         import httpx2
 
-        options: dict[str, Any] = {} if self._security is None else {"security": self._security}
-        if "extra_headers" in sdk_options:
-            options["headers"] = sdk_options["extra_headers"]
-        if "extra_query" in sdk_options:
-            options["params"] = sdk_options["extra_query"]
-        if "timeout" in sdk_options:
-            options["timeout"] = sdk_options["timeout"]
+        options = _request_fields(sdk_options, self._security)
         try:
             response = await self.client.post(
                 self.path, cast_to=httpx2.Response, content=body, options=options, stream=stream
             )
-        except self._sdk_error as exc:
-            raise self._error(exc, self.provider, self.url) from exc
+        except (self._sdk_error, httpx2.TransportError) as exc:
+            # (An error body that breaks while the SDK reads it escapes as httpx2's own error.)
+            raise model_error(self.provider, url=self.url, exception=exc) from exc
         return _HttpxReply(response, self.provider, self.url)
 
     async def aclose(self) -> None:
@@ -167,6 +177,8 @@ class _HttpxReply:
         self._response = response
         self._provider = provider
         self._url = url
+        self.status: int = response.status_code
+        self.headers: Mapping[str, str] = response.headers
 
     async def read(self) -> bytes:
         import httpx2
@@ -174,7 +186,7 @@ class _HttpxReply:
         try:
             return cast(bytes, await self._response.aread())
         except httpx2.TransportError as exc:
-            raise connection_error(exc, provider=self._provider, url=self._url) from exc
+            raise model_error(self._provider, url=self._url, exception=exc) from exc
 
     async def chunks(self) -> AsyncIterator[bytes]:
         import httpx2
@@ -183,7 +195,7 @@ class _HttpxReply:
             async for chunk in self._response.aiter_bytes():
                 yield chunk
         except httpx2.TransportError as exc:  # the connection broke (or stalled) mid-stream
-            raise connection_error(exc, provider=self._provider, url=self._url, mid_stream=True) from exc
+            raise model_error(self._provider, url=self._url, exception=exc, mid_stream=True) from exc
 
     async def finish(self) -> None:
         """Nothing: the SDK's stack closes a response it was not read to its end, as its own
@@ -196,7 +208,7 @@ class _HttpxReply:
 # -- aiohttp ---------------------------------------------------------------------------------------
 
 
-def uses_default_http_client(client: object, sdk_module: str) -> bool:
+def _uses_default_http_client(client: object, sdk_module: str) -> bool:
     """True when aiohttp is installed and allowed (``ADVISORCHAIN_HTTP``) and ``client``, an SDK
     client of package ``sdk_module``, runs on the SDK's default HTTP client with no proxy: its
     connections may then travel over aiohttp with nothing of the user's configuration lost."""
@@ -213,17 +225,23 @@ def uses_default_http_client(client: object, sdk_module: str) -> bool:
     return not (getattr(http_client, "_mounts", None) or getattr(pool_of(http_client), "_proxy", None))
 
 
+_CLIENT_CLASSES = {"openai": "AsyncOpenAI", "anthropic": "AsyncAnthropic"}
+_SEND_HOOKS = ("_provider_runtime", "_workload_identity_auth", "_api_key_provider", "_token_cache")
+"""Client attributes that, when set, take part in sending each request (keys minted per request)."""
+
+
 def aiohttp_eligible(client: object, sdk_module: str) -> bool:
     """True when requests of ``client`` may be sent by ``AiohttpPath`` — built by the SDK once,
     sent without it — with exactly the SDK's configuration (see the module docstring)."""
-    if not uses_default_http_client(client, sdk_module):
+    if not _uses_default_http_client(client, sdk_module):
         return False
     sdk = importlib.import_module(sdk_module)
-    client_class = getattr(sdk, "AsyncOpenAI" if sdk_module == "openai" else "AsyncAnthropic", None)
+    client_class = getattr(sdk, _CLIENT_CLASSES.get(sdk_module, ""), None)
     if client_class is None or type(client) is not client_class:
         return False
-    hooks = ("_provider_runtime", "_workload_identity_auth", "_api_key_provider")
-    if any(getattr(client, hook, None) is not None for hook in hooks):
+    if any(getattr(client, hook, None) is not None for hook in _SEND_HOOKS):
+        return False
+    if getattr(client, "_middleware", None):
         return False
     try:
         return client.custom_auth is None  # type: ignore[attr-defined]
@@ -262,6 +280,7 @@ class AiohttpPath(_Endpoint):
         import aiohttp
 
         super().__init__(client, path, provider, security)
+        self._sdk_module = sdk_module
         self._options_class = importlib.import_module(f"{sdk_module}._models").FinalRequestOptions
         # The SDK's own retry log lines, on its logger: what watches them (advisorchain chat's
         # "retrying" lines, a user's logging setup) sees the same on either path.
@@ -290,31 +309,41 @@ class AiohttpPath(_Endpoint):
         headers = template.headers
         if template.idempotency_header:
             headers = {**headers, template.idempotency_header: self.client._idempotency_key()}
-        for retries_taken in range(template.max_retries + 1):
-            remaining = template.max_retries - retries_taken
+        most = template.max_retries
+        for retries_taken in range(most + 1):
             sent = {**headers, "x-stainless-retry-count": str(retries_taken)}
+            raw: bytes | None = None
             try:
                 response = await self._session.post(
                     template.url, data=body, headers=sent, timeout=template.timeout
                 )
+                if response.status < 400 and stream:
+                    return _AiohttpReply(response, self.provider, self.url, template.read_timeout)
+                if not stream:
+                    # Read inside the attempt: a body that breaks or stalls is retried, as the SDK's
+                    # stack (which reads a whole answer before it returns) retries it. (A streamed
+                    # error body is read after the retries, as the SDK reads it.)
+                    try:
+                        raw = await response.read()
+                    finally:
+                        response.release()
+                    if response.status < 400:
+                        return _ReadReply(response.status, response.headers, raw)
             except (aiohttp.ClientError, TimeoutError) as exc:
-                timed_out = isinstance(exc, TimeoutError)
-                what = "a timeout exception" if timed_out else "exception"
+                what = "a timeout exception" if isinstance(exc, TimeoutError) else "exception"
                 self._log.debug("Encountered %s: %s", what, type(exc).__name__)
-                if remaining > 0:
+                if retries_taken < most:
                     await self._sleep(retries_taken, template, None)
                     continue
-                raise connection_error(
-                    exc, provider=self.provider, url=template.url, read_timeout=template.read_timeout
+                raise model_error(
+                    self.provider, url=self.url, exception=exc, read_timeout=template.read_timeout
                 ) from exc
-            if response.status < 400:
-                return _AiohttpReply(response, self.provider, template)
             self._log.debug("Encountered an HTTP status error: %i", response.status)
-            if remaining > 0 and self.client._should_retry(_StatusView(response)):
+            if retries_taken < most and self.client._should_retry(_StatusView(response)):
                 response.release()
                 await self._sleep(retries_taken, template, response.headers)
                 continue
-            raise await self._status_error(response)
+            raise await self._status_error(response, template, raw)
         raise AssertionError("unreachable: the last attempt returns or raises")
 
     async def _sleep(self, retries_taken: int, template: _Template, headers: Any) -> None:
@@ -324,27 +353,21 @@ class AiohttpPath(_Endpoint):
         self._log.info("Retrying request in %f seconds (retry %i of %s)", seconds, attempt, most)
         await asyncio.sleep(seconds)
 
-    async def _status_error(self, response: aiohttp.ClientResponse) -> ModelError:
-        """The provider's error for a 4xx/5xx answer, as the SDK path reports it."""
+    async def _status_error(
+        self, response: aiohttp.ClientResponse, template: _Template, raw: bytes | None
+    ) -> ModelError:
+        """The provider's error for a 4xx/5xx answer, made from what the SDK path reads too."""
         import aiohttp
 
-        try:
-            raw = await response.read()
-        except (aiohttp.ClientError, OSError, TimeoutError, ValueError) as exc:
-            raw = f"(the error body could not be read: {exc})".encode()
-        finally:
-            response.release()
-        text = raw.decode("utf-8", "replace").strip()
-        body: object = text
-        with contextlib.suppress(ValueError):
-            body = json.loads(text)
-        error = body.get("error", body) if isinstance(body, dict) else body
-        return error_from_body(
-            error,
-            provider=self.provider,
-            status_code=response.status,
-            fallback=f"Error code: {response.status} - {body}",
-            retry_after=retry_after_seconds(response.headers),
+        if raw is None:
+            try:
+                raw = await _read(response)
+            except (aiohttp.ClientError, TimeoutError) as exc:
+                return model_error(
+                    self.provider, url=self.url, exception=exc, read_timeout=template.read_timeout
+                )
+        return model_error(
+            self.provider, url=self.url, status=response.status, headers=response.headers, content=raw
         )
 
     async def _template(self, sdk_options: Mapping[str, Any]) -> _Template:
@@ -363,33 +386,22 @@ class AiohttpPath(_Endpoint):
         import aiohttp
 
         client = self.client
-        fields: dict[str, Any] = {"method": "post", "url": self.path, "json_data": {}}
-        if self._security is not None:
-            fields["security"] = self._security
-        if "extra_headers" in sdk_options:
-            fields["headers"] = sdk_options["extra_headers"]
-        if "extra_query" in sdk_options:
-            fields["params"] = sdk_options["extra_query"]
-        if "timeout" in sdk_options:
-            fields["timeout"] = sdk_options["timeout"]
-        options = self._options_class.construct(**fields)
+        fields = _request_fields(sdk_options, self._security)
+        options = self._options_class.construct(method="post", url=self.path, json_data={}, **fields)
         try:
             if getattr(client, "_platform", True) is None:
-                client._platform = await asyncio.to_thread(
-                    importlib.import_module(
-                        f"{type(client).__module__.split('.')[0]}._base_client"
-                    ).get_platform
-                )
+                base = importlib.import_module(f"{self._sdk_module}._base_client")
+                client._platform = await asyncio.to_thread(base.get_platform)
             options = await client._prepare_options(options)
             request = client._build_request(options, retries_taken=0)
         except Exception as exc:
             message = f"{self.provider} request could not be built: {exc}"
             raise ModelError(message, provider=self.provider) from exc
-        headers = {k: v for k, v in request.headers.items() if k.lower() not in _PER_REQUEST_HEADERS}
+        url, headers = _with_basic_auth(str(request.url), dict(request.headers.items()))
         timeout = _timeouts(request.extensions.get("timeout"))
         return _Template(
-            url=str(request.url),
-            headers=headers,
+            url=url,
+            headers={k: v for k, v in headers.items() if k.lower() not in _PER_REQUEST_HEADERS},
             timeout=aiohttp.ClientTimeout(
                 total=None,
                 connect=timeout.get("pool"),
@@ -406,6 +418,25 @@ class AiohttpPath(_Endpoint):
 _PER_REQUEST_HEADERS = frozenset({"content-length", "x-stainless-retry-count", "host"})
 
 
+def _with_basic_auth(url: str, headers: dict[str, str]) -> tuple[str, dict[str, str]]:
+    """A URL carrying ``user:password@`` without it, and the headers with that userinfo as Basic
+    auth in place of any other ``Authorization`` — what httpx2 (the SDK's stack) sends for such a
+    URL. aiohttp refuses a URL with credentials beside an ``Authorization`` header."""
+    bare, user, password = split_userinfo(url)
+    if user is None:
+        return url, headers
+    token = base64.b64encode(f"{user}:{password or ''}".encode()).decode("ascii")
+    kept = {k: v for k, v in headers.items() if k.lower() != "authorization"}
+    return bare, {**kept, "Authorization": f"Basic {token}"}
+
+
+async def _read(response: aiohttp.ClientResponse) -> bytes:
+    try:
+        return await response.read()
+    finally:
+        response.release()
+
+
 class _StatusView:
     """What the SDK's ``_should_retry`` reads of a response."""
 
@@ -416,30 +447,56 @@ class _StatusView:
         self.headers = response.headers
 
 
+class _ReadReply:
+    """A 2xx answer read whole (a request that was not streamed)."""
+
+    __slots__ = ("_content", "headers", "status")
+
+    def __init__(self, status: int, headers: Mapping[str, str], content: bytes) -> None:
+        self.status = status
+        self.headers = headers
+        self._content = content
+
+    async def read(self) -> bytes:
+        return self._content
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        yield self._content
+
+    async def finish(self) -> None:
+        """Nothing left to read."""
+
+    async def aclose(self) -> None:
+        """Nothing held open."""
+
+
 class _AiohttpReply:
-    def __init__(self, response: aiohttp.ClientResponse, provider: str, template: _Template) -> None:
+    def __init__(
+        self, response: aiohttp.ClientResponse, provider: str, url: str, read_timeout: float | None
+    ) -> None:
         self._response = response
         self._provider = provider
-        self._template = template
+        self._url = url
+        self._read_timeout = read_timeout
+        self.status = response.status
+        self.headers: Mapping[str, str] = response.headers
 
     def _error(self, exc: BaseException, *, mid_stream: bool) -> ModelError:
-        return connection_error(
-            exc,
-            provider=self._provider,
-            url=self._template.url,
+        return model_error(
+            self._provider,
+            url=self._url,
+            exception=exc,
             mid_stream=mid_stream,
-            read_timeout=self._template.read_timeout,
+            read_timeout=self._read_timeout,
         )
 
     async def read(self) -> bytes:
         import aiohttp
 
         try:
-            return await self._response.read()
+            return await _read(self._response)
         except (aiohttp.ClientError, TimeoutError) as exc:
             raise self._error(exc, mid_stream=False) from exc
-        finally:
-            self._response.release()
 
     async def chunks(self) -> AsyncIterator[bytes]:
         import aiohttp

@@ -1,0 +1,160 @@
+"""The skeleton every HTTP adapter shares: one way to send a request, read an answer and a stream,
+and report a failure — a provider's adapter is then only its mapping (messages and options to the
+request body, the answer and the stream's events back to ChatResponses).
+
+``HttpChatModel.call`` / ``stream`` take the adapter's body (``_body``), send it on the loop's HTTP
+path (aiohttp or the SDK's stack, ``_http.transport``), and hand the JSON answer to ``_parse`` or
+the server-sent events to the adapter's ``StreamAssembly``. Everything that goes wrong between the
+request and the parsed answer becomes a ModelError in ``_http.failures``: an error status, a
+broken connection, a body that is not JSON, a stream that is not an event stream, a stream that
+ends before the provider said it was complete.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator, Mapping
+from functools import partial
+from typing import Any, ClassVar, Protocol
+
+from ..model import ChatResponse, Prompt
+from ._common import check_request_allowed
+from ._http.failures import model_error, not_an_object
+from ._http.json import loads
+from ._http.loops import LoopClients
+from ._http.sse import SseDecoder
+from ._http.transport import HttpPath, Reply, http_path
+
+__all__ = ["HttpChatModel", "StreamAssembly", "derive_client"]
+
+
+class StreamAssembly(Protocol):
+    """What an adapter makes of a stream's events (one per request)."""
+
+    @property
+    def done(self) -> bool:
+        """True once the provider's end-of-answer marker came: nothing more is read."""
+
+    def feed_events(self, events: list[tuple[str, object]]) -> list[str]:
+        """Take in decoded events — (event name, parsed JSON or ``sse.DONE``) — in order, up to
+        the end marker; return their text deltas. An error event raises its ModelError."""
+
+    def text_chunk(self, text: str) -> ChatResponse:
+        """The chunk carrying one text delta."""
+
+    def complete(self) -> ChatResponse:
+        """The last chunk (whole tool calls, finish reason, usage), or an IncompleteAnswerError
+        when the provider never said the answer was complete."""
+
+
+def derive_client(template: Any, http_client: Any) -> Any:
+    """An SDK client configured as ``template`` over another HTTP client (one per event loop, see
+    ``_http.loops``): the SDK's own ``copy``."""
+    return template.copy(http_client=http_client)
+
+
+class HttpChatModel(ABC):
+    """The ChatModel skeleton of the HTTP adapters (see the module docstring). A subclass sets the
+    endpoint (``_ENDPOINT``, ``_SDK_MODULE``, ``_SECURITY``), calls ``_connect(client)`` in its
+    constructor, and implements ``_body``, ``_parse`` and ``_assembly``."""
+
+    _ENDPOINT: ClassVar[str]
+    """The request path under the client's base URL (``/chat/completions``)."""
+    _SDK_MODULE: ClassVar[str]
+    """The package of the SDK client (``openai``, ``anthropic``)."""
+    _SECURITY: ClassVar[Mapping[str, bool] | None] = None
+    """The SDK's security option for the endpoint (how it authenticates), when it has one."""
+
+    provider: str
+    model_name: str
+    client: Any
+
+    def _connect(self, client: Any) -> None:
+        self.client = client
+        self._clients: LoopClients[Any] = LoopClients(
+            client,
+            derive_client,
+            partial(
+                http_path,
+                path=self._ENDPOINT,
+                provider=self.provider,
+                sdk_module=self._SDK_MODULE,
+                security=self._SECURITY,
+            ),
+        )
+
+    # -- what an adapter maps --------------------------------------------------------------------
+
+    @abstractmethod
+    def _body(self, prompt: Prompt, *, stream: bool) -> tuple[bytes, dict[str, Any]]:
+        """(the JSON body, the SDK request options) for ``prompt``."""
+
+    @abstractmethod
+    def _parse(self, data: dict[str, Any], url: str) -> ChatResponse:
+        """The ChatResponse of a whole answer (a JSON object); an error in it raises."""
+
+    @abstractmethod
+    def _assembly(self, url: str) -> StreamAssembly:
+        """A new assembly for one stream's events."""
+
+    # -- the skeleton ----------------------------------------------------------------------------
+
+    async def _path(self) -> HttpPath:
+        path: HttpPath = await self._clients.current_companion()
+        check_request_allowed(self.provider, path.client)
+        return path
+
+    async def call(self, prompt: Prompt) -> ChatResponse:
+        """One request; the whole answer as a ChatResponse."""
+        body, options = self._body(prompt, stream=False)
+        path = await self._path()
+        reply = await path.send(body, options, stream=False)
+        return self._parse(self._json_object(await reply.read(), reply, path.url), path.url)
+
+    def _json_object(self, content: bytes, reply: Reply, url: str) -> dict[str, Any]:
+        try:
+            data = loads(content)
+        except ValueError:
+            error = model_error(
+                self.provider, url=url, status=reply.status, headers=reply.headers, content=content
+            )
+            raise error from None
+        if not isinstance(data, dict):
+            raise not_an_object(self.provider, "the response body", data)
+        return data
+
+    async def stream(self, prompt: Prompt) -> AsyncIterator[ChatResponse]:
+        """A streamed request: text deltas as they come, then one last chunk with the whole tool
+        calls, the finish reason and usage. Closing the iterator closes the response."""
+        body, options = self._body(prompt, stream=True)
+        path = await self._path()
+        url = path.url
+        reply = await path.send(body, options, stream=True)
+        assembly = self._assembly(url)
+        decoder = SseDecoder(self.provider, url)
+        try:
+            # Each read's events are decoded at once, in this loop: a delta costs no generator
+            # hop of its own between the socket and the caller.
+            async for block in reply.chunks():
+                events = decoder.feed(block)
+                if events:
+                    for text in assembly.feed_events(events):
+                        yield assembly.text_chunk(text)
+                    if assembly.done:
+                        await reply.finish()
+                        break
+            else:
+                for text in assembly.feed_events(decoder.close()):
+                    yield assembly.text_chunk(text)
+                if decoder.not_a_stream:
+                    raise model_error(
+                        self.provider,
+                        url=url,
+                        status=reply.status,
+                        headers=reply.headers,
+                        content=decoder.head or b"",
+                        expected="an event stream",
+                    )
+        finally:
+            await reply.aclose()
+        yield assembly.complete()
