@@ -21,9 +21,9 @@ if command -v npm >/dev/null && [[ ! -e .mcp-everything/node_modules/@modelconte
         @modelcontextprotocol/server-everything@2026.8.31 >&2 \
         || echo "test.sh: could not install @modelcontextprotocol/server-everything; its tests skip" >&2
 fi
-# Real PostgreSQL and Redis on loopback for the memory tests (unless the caller already points at
-# servers); the trap stops them however the run ends.
-if [[ -z "${ADVISORCHAIN_TEST_POSTGRES_DSN:-}" || -z "${ADVISORCHAIN_TEST_REDIS_URL:-}" ]]; then
+# Real PostgreSQL, Redis and PostgreSQL with pgvector on loopback for the memory and retrieval tests
+# (unless the caller already points at servers); the trap stops them however the run ends.
+if [[ -z "${ADVISORCHAIN_TEST_POSTGRES_DSN:-}" || -z "${ADVISORCHAIN_TEST_REDIS_URL:-}" || -z "${ADVISORCHAIN_TEST_PGVECTOR_DSN:-}" ]]; then
     services_env=$(scripts/services.sh start)
     eval "$services_env"
     trap 'scripts/services.sh stop "$ADVISORCHAIN_SERVICES_DIR"' EXIT

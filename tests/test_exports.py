@@ -53,7 +53,7 @@ _SECTIONS = {
     "QueryTransformer QueryExpander DocumentRetriever DocumentJoiner DocumentPostProcessor QueryAugmenter Query "
     "RewriteQueryTransformer CompressionQueryTransformer TranslationQueryTransformer MultiQueryExpander "
     "VectorStoreDocumentRetriever ConcatenationDocumentJoiner ReciprocalRankFusionJoiner ContextualQueryAugmenter "
-    "Citation retrieval_tool VectorStoreError",
+    "Citation retrieval_tool VectorStoreError PostgresVectorStore",
     "advisorchain.errors": "AdvisorChainError ToolExecutionError ToolCallLimitExceeded MaxIterationsExceeded "
     "StructuredOutputValidationError ModelError ChainConfigurationError ContextLengthExceededError "
     "EvaluationFailedError VectorStoreError UsageLimitExceeded",

@@ -98,6 +98,13 @@ class Display:
             self._mid_line = False
             self._in_answer = False
 
+    def footer(self, lines: list[str]) -> None:
+        """Lines on ``out`` under the answer, after a blank line (the sources an answer cites)."""
+        with self.lock:
+            self.end_answer()
+            self.out.write("\n" + "".join(f"{line}\n" for line in lines))
+            self.out.flush()
+
     def line(self, text: str) -> None:
         """A whole line on ``err``, plain, below any answer in progress."""
         with self.lock:

@@ -42,7 +42,8 @@ class ModelOptions:
 
 @dataclass(frozen=True)
 class AgentOptions:
-    """The whole agent: its model, system message, tools, MCP servers, memory and approvals."""
+    """The whole agent: its model, system message, tools, MCP servers, memory, approvals and the
+    knowledge base it answers from."""
 
     model: ModelOptions
     system: str | None
@@ -52,6 +53,7 @@ class AgentOptions:
     session: str | None
     memory: str | None
     approve_all: bool
+    knowledge: str | None = None
 
 
 def _model_flags(default: str | None, help: str) -> list[Callable[[Any], Any]]:
@@ -85,6 +87,12 @@ _AGENT_FLAGS: list[Callable[[Any], Any]] = [
     click.option("--mcp-url", "mcp_url", multiple=True, metavar="URL", help="An MCP server over HTTP."),
     click.option(
         "-y", "--yes", "approve_all", is_flag=True, help="Approve every tool call that needs approval."
+    ),
+    click.option(
+        "--knowledge",
+        metavar="URL",
+        help="Answer from a knowledge base built by 'advisorchain index': sqlite:///kb.db or "
+        "postgresql://… (the sources cited are shown under the answer).",
     ),
 ]
 

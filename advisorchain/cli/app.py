@@ -23,6 +23,7 @@ from ._sessions import sessions
 from ._setup import build_model, parse_model
 from .chat import Interrupted, chat
 from .evals import eval_command
+from .index import index
 from .web import web_command
 
 __all__ = ["app", "main"]
@@ -115,6 +116,7 @@ app.add_command(chat)
 app.add_command(sessions)
 app.add_command(eval_command)
 app.add_command(web_command)
+app.add_command(index)
 
 
 # -- demo ------------------------------------------------------------------------------------------

@@ -40,6 +40,7 @@ from ._codec import (
     tool_result_from_dict,
     tool_result_to_dict,
 )
+from ._retrieval import StoreSeams, stores_of
 
 __all__ = [
     "RUN_ID",
@@ -99,7 +100,8 @@ class DurableParts:
     """An agent's model, tools and memories, each under a stable seam name.
 
     Seam names: ``<agent>.model``, ``<agent>.tool.<tool name>``, ``<agent>.memory.<get|add|clear>``
-    (``<agent>.memory<i>.<op>`` for the i-th memory when advisors hold more than one).
+    (``<agent>.memory<i>.<op>`` for the i-th memory when advisors hold more than one),
+    ``<agent>.store.search`` for the vector store retrieval advisors search (``store<i>``, as memory).
     """
 
     def __init__(
@@ -130,6 +132,7 @@ class DurableParts:
             for value in _memories_of(advisor):
                 if not any(value is m for m in self.memories):
                     self.memories.append(value)
+        self.stores = StoreSeams(self.name, stores_of(client.default_advisors))
 
     # -- names ------------------------------------------------------------------------------------
 
@@ -154,6 +157,7 @@ class DurableParts:
         for index, memory in enumerate(self.memories):
             for op in _MEMORY_OPS:
                 handlers[self.memory_seam(index, op)] = _memory_handler(memory, op)
+        handlers.update(self.stores.handlers())
         return handlers
 
     # -- activity/step side -----------------------------------------------------------------------
@@ -192,7 +196,10 @@ class DurableParts:
         outermost advisor that records the run's final response."""
         client = self.client
         memories = [_MemorySeam(self, index, dispatch) for index in range(len(self.memories))]
-        advisors = [self._with_memory_seams(a, memories) for a in client.default_advisors]
+        advisors = [
+            self.stores.advised(self._with_memory_seams(a, memories), dispatch)
+            for a in client.default_advisors
+        ]
         recorder = _ResultRecorder()
         durable = ChatClient(
             _ModelSeam(self.model_seam, dispatch, stream, client.model),
