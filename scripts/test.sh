@@ -44,6 +44,9 @@ check pytest .venv/bin/python -m pytest -rs "$@"  # -rs: why each skipped test s
 check "ruff check" .venv/bin/ruff check advisorchain tests benchmarks examples
 check "ruff format" .venv/bin/ruff format --check advisorchain
 check mypy .venv/bin/mypy advisorchain
+site_dir=$(mktemp -d)
+check "mkdocs build --strict" env NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet --site-dir "$site_dir"
+rm -rf "$site_dir"
 if ((${#failed[@]})); then
     echo "test.sh: failed: ${failed[*]}" >&2
     exit 1

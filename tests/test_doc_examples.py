@@ -22,8 +22,17 @@ NEEDS_NETWORK = ("OpenAIChatModel", "OpenAIResponsesChatModel", "AnthropicChatMo
 PGVECTOR_EXAMPLE = "postgresql://app@localhost/app"
 
 
-def test_the_readme_has_examples() -> None:
-    assert sum(1 for page, _, _ in BLOCKS if page == "README.md") >= 5
+def test_the_readme_and_the_docs_have_examples() -> None:
+    assert sum(1 for page, _, _ in BLOCKS if page == "README.md") >= 1
+    assert sum(1 for page, _, _ in BLOCKS if page.startswith("docs/")) >= 40
+
+
+def test_every_relative_link_of_the_readme_names_a_file_of_the_repository() -> None:
+    """The README is read on the repository's page, where mkdocs does not check its links."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    targets = re.findall(r"\]\((?!https?://|#)([^)#]+)", readme)
+    assert targets
+    assert [t for t in targets if not (ROOT / t).exists()] == []
 
 
 @pytest.mark.parametrize(("page", "index", "block"), BLOCKS, ids=[f"{p}:{i}" for p, i, _ in BLOCKS])
