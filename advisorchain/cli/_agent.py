@@ -10,11 +10,13 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..advisors.vocabulary import AdvisorParams
 from ..client import ChatClient
 from ..errors import ModelError
 from ..memory import ChatMemory, ChatMemoryDecodeError, ChatMemoryRepository
-from ..model import ChatModel
-from ._display import Display, LineReader, ShownTool, approver, read_line, stdin_is_terminal
+from ..model import ChatClientResponse, ChatModel
+from ..usage import RunUsage, UsageLimits
+from ._display import Display, LineReader, ShownTool, approver, read_line, stdin_is_terminal, usage_line
 from ._options import AgentOptions, ModelOptions
 from ._setup import CliError, build_model, load_tools, mcp_servers, parse_model, server_of
 
@@ -70,6 +72,7 @@ class Agent:
     tools: list[ShownTool]
     manager: Any
     repository: ChatMemoryRepository
+    limits: UsageLimits | None = None
     memory: ChatMemory = field(init=False)
 
     def __post_init__(self) -> None:
@@ -93,14 +96,22 @@ class Agent:
 
     def client(self) -> ChatClient:
         """A client for the agent as it is now."""
-        return agent_client(self.model.model, self.system, list(self.tools), self.memory, self.manager)
+        return agent_client(
+            self.model.model, self.system, list(self.tools), self.memory, self.manager, self.limits
+        )
 
 
 def agent_client(
-    model: ChatModel, system: str | None, tools: Sequence[object], memory: ChatMemory, manager: Any
+    model: ChatModel,
+    system: str | None,
+    tools: Sequence[object],
+    memory: ChatMemory,
+    manager: Any,
+    limits: UsageLimits | None = None,
 ) -> ChatClient:
     """The agent every command runs (chat, demo, eval, web): memory outside the tool loop (a
-    cancelled or failed turn stores nothing), the tool loop with ``manager``, the tools, the system text."""
+    cancelled or failed turn stores nothing), the tool loop with ``manager``, the tools, the system
+    text, and what each answer may spend (``--max-cost``, ``--max-requests``)."""
     from ..advisors import MessageChatMemoryAdvisor, ToolCallingAdvisor
 
     return ChatClient(
@@ -108,6 +119,7 @@ def agent_client(
         default_system=system,
         default_advisors=[MessageChatMemoryAdvisor(memory), ToolCallingAdvisor(manager)],
         default_tools=list(tools),
+        usage_limits=limits,
     )
 
 
@@ -128,7 +140,7 @@ async def open_agent(
     servers = mcp_servers(options.mcp, options.mcp_url)
     model = ModelChoice.build(options.model)
     manager = ToolCallingManager(approver=approver(display, options.approve_all, stdin_is_terminal(), read))
-    agent = Agent(model, options.system, [], manager, repository)
+    agent = Agent(model, options.system, [], manager, repository, options.budget.limits())
     stack.push_async_callback(agent.aclose)
     entered = [await stack.enter_async_context(server) for server in servers]
     agent.tools = [ShownTool(cb, display, capture=capture) for cb in tool_callbacks(*agent_tools, *entered)]
@@ -153,24 +165,40 @@ async def ask(
     stream: bool,
     collector: Any = None,
 ) -> None:
-    """One turn: the question asked, the answer shown as it comes (and the trace tree after it)."""
+    """One turn: the question asked, the answer shown as it comes, then what it used (its tokens
+    and cost) on a line of its own — or, with ``--trace``, on the request line of the trace tree
+    drawn after it."""
     if collector is not None:
         collector.start()
     display.watch_silence(server_of(agent.model.model), agent.model.options.timeout)
     display.waiting()
     spec = agent.client().prompt(question).param(ChatMemory.CONVERSATION_ID, conversation_id)
+    run: RunUsage | None = None
     try:
         if stream:
-            async for delta in spec.astream().content():
-                display.text(delta)
+            async for chunk in spec.astream().chat_client_responses():
+                run = _run_usage(chunk) or run
+                chat = chunk.chat_response
+                if chat is not None and chat.text:
+                    display.text(chat.text)
         else:
-            display.text(await spec.acall().content() or "")
+            response = await spec.acall().chat_client_response()
+            run = _run_usage(response)
+            chat = response.chat_response
+            display.text((chat.text if chat is not None else None) or "")
     finally:
         display.end_answer()
         if collector is not None:
             from ._trace import render_tree
 
             display.show(render_tree(collector.take()))
+    if run is not None and collector is None:  # with --trace the tree's request line says it
+        display.note(usage_line(run))
+
+
+def _run_usage(response: ChatClientResponse) -> RunUsage | None:
+    run = response.context.get(AdvisorParams.RUN_USAGE)
+    return run if isinstance(run, RunUsage) else None
 
 
 def describe_failure(exc: BaseException, *, session: str | None, store_label: str | None) -> str | None:

@@ -27,11 +27,14 @@ def _label(node: SpanNode) -> Text:
         return text
     if node.ms is not None:
         text.append(f"  {node.ms:.0f} ms", style="dim")
-    if node.kind == "model":
+    if node.kind in ("model", "request"):
         if node.tokens_in is not None or node.tokens_out is not None:
             text.append(f"  tokens {node.tokens_in} in / {node.tokens_out} out", style="magenta")
-        if node.finish_reasons:
-            text.append(f"  {', '.join(node.finish_reasons)}", style="dim")
+        if node.cost is not None or (node.kind == "request" and node.tokens_in is not None):
+            cost = "n/a" if node.cost is None else f"${node.cost:.6g}"
+            text.append(f"  cost {cost}", style="magenta")
+    if node.kind == "model" and node.finish_reasons:
+        text.append(f"  {', '.join(node.finish_reasons)}", style="dim")
     if node.arguments is not None:
         text.append(f"  {shorten(node.arguments, 40)}")
     if node.result is not None:

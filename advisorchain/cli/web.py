@@ -22,6 +22,7 @@ from rich.console import Console
 from ..client import ChatClient
 from ..memory import ChatMemoryRepository
 from ..model import ChatModel
+from ..usage import UsageLimits
 from ._agent import MAX_MESSAGES, ModelChoice, agent_client, close_model
 from ._options import AgentOptions, agent_options
 from ._sessions import open_store
@@ -43,6 +44,7 @@ class WebSettings:
     where: str
     session: str | None
     approve_all: bool
+    limits: UsageLimits | None = None
 
 
 def _agent(settings: WebSettings, mcp_tools: list[object]) -> ChatClient:
@@ -53,7 +55,8 @@ def _agent(settings: WebSettings, mcp_tools: list[object]) -> ChatClient:
 
     manager = ToolCallingManager(approver=(lambda call, context: True) if settings.approve_all else None)
     memory = MessageWindowChatMemory(settings.repository, max_messages=MAX_MESSAGES)
-    return agent_client(settings.model, settings.system, [*settings.tools, *mcp_tools], memory, manager)
+    tools = [*settings.tools, *mcp_tools]
+    return agent_client(settings.model, settings.system, tools, memory, manager, settings.limits)
 
 
 @click.command("web")
@@ -91,7 +94,16 @@ def web_command(agent: AgentOptions, host: str, port: int, debug: bool) -> int:
     sock = _listen(host, port)
     store = open_store(memory)
     settings = WebSettings(
-        llm, label, agent.system, loaded, servers, store.repository, store.label, session, agent.approve_all
+        llm,
+        label,
+        agent.system,
+        loaded,
+        servers,
+        store.repository,
+        store.label,
+        session,
+        agent.approve_all,
+        agent.budget.limits(),
     )
     try:
         asyncio.run(_serve(settings, sock, host, debug))
