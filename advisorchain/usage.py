@@ -98,11 +98,17 @@ class Usage:
 
     @staticmethod
     def sum(usages: Iterable[Usage | None]) -> Usage | None:
-        """The sum of the usages that are known, or None when none is."""
+        """The sum of the usages that are known, or None when none is; its cost is None when any
+        usage is unknown (a call that reported none may have cost something)."""
         total: Usage | None = None
+        unknown = False
         for u in usages:
-            if u is not None:
+            if u is None:
+                unknown = True
+            else:
                 total = u if total is None else total + u
+        if unknown and total is not None and total.cost is not None:
+            return total.with_cost(None)
         return total
 
 

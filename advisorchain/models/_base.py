@@ -123,9 +123,11 @@ class HttpChatModel(ABC):
         body, options = self._body(prompt, stream=False)
         path = await self._path()
         reply = await path.send(body, options, stream=False)
-        return self._priced(self._parse(self._json_object(await reply.read(), reply, path.url), path.url))
+        return self._priced(
+            self._parse(self._json_object(await reply.read(), reply, path.url), path.url), prompt
+        )
 
-    def _priced(self, response: ChatResponse) -> ChatResponse:
+    def _priced(self, response: ChatResponse, prompt: Prompt) -> ChatResponse:
         """``response`` with its cost, from the bundled prices of the provider on its own host, by
         the model name the response reports (else the request's); unpriced elsewhere (§17)."""
         provider = self._price_provider
@@ -133,7 +135,9 @@ class HttpChatModel(ABC):
         usage = meta.usage
         if provider is None or usage is None:
             return response  # another server's answer: unpriced (its usage has no cost)
-        usage = price_of(usage, provider, meta.model or self.model_name)
+        options = prompt.options
+        requested = options.model if options is not None and options.model else self.model_name
+        usage = price_of(usage, provider, meta.model or requested)
         metadata = ChatResponseMetadata(meta.id, meta.model, usage, meta.finish_reason, provider)
         return ChatResponse(response.generations, metadata)
 
@@ -183,4 +187,4 @@ class HttpChatModel(ABC):
                     )
         finally:
             await reply.aclose()
-        yield self._priced(assembly.complete())
+        yield self._priced(assembly.complete(), prompt)
