@@ -87,7 +87,7 @@ class Usage:
             self.completion_tokens + other.completion_tokens,
             self.cache_read_tokens + other.cache_read_tokens,
             self.cache_write_tokens + other.cache_write_tokens,
-            None if a is None or b is None else a + b,
+            None if a is None or b is None else _tidy(a + b),
         )
 
     def with_cost(self, cost: Decimal | None) -> Usage:
