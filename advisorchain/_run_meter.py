@@ -22,7 +22,7 @@ from ._tokens import estimate_tokens
 from .errors import UsageLimitExceeded
 from .messages import AssistantMessage, Message
 from .model import ChatOptions, ChatResponse, FinishReason, Prompt
-from .usage import Prices, Rates, RunUsage, Usage, UsageLimits, bundled_rates
+from .usage import Prices, Rates, RunUsage, Usage, UsageLimits, bundled_rates, tidy_usd
 
 __all__ = ["RUN_METER", "RunMeter", "limit_ending", "requested_model"]
 
@@ -31,7 +31,6 @@ RUN_METER = "advisorchain.run_meter"
 budget across its approval pauses); the client takes it out of the context it builds."""
 
 _LENGTH = frozenset({FinishReason.LENGTH, "max_tokens", "max_output_tokens"})
-_ZERO = Usage(cost=Decimal(0))
 When = Literal["before_request", "after_response", "before_tool_calls"]
 
 
@@ -39,16 +38,22 @@ class RunMeter:
     """One run's totals and limit checks (see the module docstring)."""
 
     __slots__ = (
+        "_completion",
+        "_cost",
         "_previous",
         "_previous_tokens",
+        "_prompt",
         "_rates",
+        "_read",
+        "_token_limits",
+        "_written",
+        "changes",
         "last_response",
         "limits",
         "prices",
         "reported",
         "requests",
         "tool_calls",
-        "usage",
     )
 
     def __init__(self, limits: UsageLimits | None = None, prices: Prices | None = None) -> None:
@@ -56,13 +61,30 @@ class RunMeter:
         self.prices = prices
         self.requests = 0
         self.tool_calls = 0
-        self.usage = _ZERO
+        self.changes = 0
+        """How many times the totals changed (a stream's end compares it with its last chunk's)."""
+        # The usage so far, as plain counters (a Usage is built when asked for).
+        self._prompt = self._completion = self._read = self._written = 0
+        self._cost: Decimal | None = Decimal(0)
         self.reported = False
         """True once a response reported usage (the run's usage is then what the caller gets)."""
         self.last_response: ChatResponse | None = None
         self._previous: Sequence[Message] | None = None
         self._previous_tokens: int | None = None
         self._rates: Rates | None = None
+        self._token_limits = () if limits is None else limits.token_limits
+
+    @property
+    def usage(self) -> Usage:
+        """The usage so far (its cost None once a response was unpriced or reported no usage)."""
+        cost = self._cost
+        return Usage(
+            self._prompt,
+            self._completion,
+            self._read,
+            self._written,
+            None if cost is None else tidy_usd(cost),
+        )
 
     def run_usage(self) -> RunUsage:
         """The totals so far."""
@@ -75,6 +97,7 @@ class RunMeter:
         (``max_tokens`` lowered to the output budget) and the limit that lowered it (or None).
         Raises ``UsageLimitExceeded`` (``before_request``) when the call must not be sent."""
         limits = self.limits
+        self.changes += 1
         if limits is None:
             self.requests += 1
             return prompt, None
@@ -105,11 +128,16 @@ class RunMeter:
         lowered ``max_tokens``, or when a limit could not be checked (no usage, no price)."""
         usage = response.metadata.usage
         limits = self.limits
+        self.changes += 1
         if usage is None:
-            if self.usage.cost is not None:
-                self.usage = self.usage.with_cost(None)
+            self._cost = None
         else:
-            self.usage = self.usage + usage
+            self._prompt += usage.prompt_tokens
+            self._completion += usage.completion_tokens
+            self._read += usage.cache_read_tokens
+            self._written += usage.cache_write_tokens
+            if self._cost is not None:
+                self._cost = None if usage.cost is None else self._cost + usage.cost
             self.reported = True
         if limits is None:
             return
@@ -158,6 +186,7 @@ class RunMeter:
     def ran_tool_calls(self, count: int) -> None:
         """``count`` tool calls ran."""
         self.tool_calls += count
+        self.changes += 1
 
     # -- the checks --------------------------------------------------------------------------------
 
@@ -167,14 +196,13 @@ class RunMeter:
             raise self._exceeded(
                 "request_limit", limits.request_limit, "before_request", "was reached: no model call is left"
             )
-        usage = self.usage
-        for name, limit in limits.token_limits:
-            used = _tokens(usage, name)
+        for name, limit in self._token_limits:
+            used = self._tokens(name)
             if used >= limit:
                 raise self._exceeded(name, limit, "before_request", f"was reached ({used:,} tokens used)")
-        cost = usage.cost
+        cost = self._cost
         if limits.cost_limit is not None and cost is not None and cost >= limits.cost_limit:
-            why = f"was reached (${cost} spent)"
+            why = f"was reached (${tidy_usd(cost)} spent)"
             raise self._exceeded("cost_limit", limits.cost_limit, "before_request", why)
 
     def _check_estimate(self, limits: UsageLimits, prompt: Prompt) -> int | None:
@@ -188,17 +216,18 @@ class RunMeter:
         if input_limit is None and total_limit is None and cost_limit is None:
             return None
         estimate = self._estimate(prompt)
-        usage = self.usage
         why = f"would be passed by the next prompt (about {estimate:,} tokens)"
-        if input_limit is not None and usage.prompt_tokens + estimate > input_limit:
+        if input_limit is not None and self._prompt + estimate > input_limit:
             raise self._exceeded("input_tokens_limit", input_limit, "before_request", why)
-        if total_limit is not None and usage.total_tokens + estimate > total_limit:
+        if total_limit is not None and self._prompt + self._completion + estimate > total_limit:
             raise self._exceeded("total_tokens_limit", total_limit, "before_request", why)
-        cost, rates = usage.cost, self._rates
+        cost, rates = self._cost, self._rates
         if cost_limit is not None and cost is not None and rates is not None:
-            estimated = rates.cost(Usage(estimate))
+            estimated = rates.prompt_cost(estimate)
             if cost + estimated > cost_limit:
-                why = f"would be passed by the next prompt (about {estimate:,} tokens, ${estimated})"
+                why = (
+                    f"would be passed by the next prompt (about {estimate:,} tokens, ${tidy_usd(estimated)})"
+                )
                 raise self._exceeded("cost_limit", cost_limit, "before_request", why)
         return estimate
 
@@ -223,13 +252,12 @@ class RunMeter:
         caller = options.max_tokens if options is not None and options.max_tokens is not None else None
         best: int | None = caller if caller is not None else _model_max_tokens(model)
         by: str | None = None
-        usage = self.usage
         if limits.output_tokens_limit is not None:
-            left = limits.output_tokens_limit - usage.completion_tokens
+            left = limits.output_tokens_limit - self._completion
             if best is None or left < best:
                 best, by = left, "output_tokens_limit"
         if limits.total_tokens_limit is not None:
-            left = limits.total_tokens_limit - usage.total_tokens - (estimate or 0)
+            left = limits.total_tokens_limit - self._prompt - self._completion - (estimate or 0)
             if best is None or left < best:
                 best, by = left, "total_tokens_limit"
         if by is None or best is None:
@@ -238,18 +266,24 @@ class RunMeter:
             raise self._exceeded(
                 by, getattr(limits, by), "before_request", "leaves no output token for the next call"
             )
-        lowered = ChatOptions(max_tokens=best) if options is None else options.copy(max_tokens=best)
-        return prompt.copy(options=lowered), by
+        return Prompt(prompt.instructions, _with_max_tokens(options, best)), by
+
+    def _tokens(self, limit_name: str) -> int:
+        """The total a token limit bounds."""
+        if limit_name == "input_tokens_limit":
+            return self._prompt
+        if limit_name == "output_tokens_limit":
+            return self._completion
+        return self._prompt + self._completion
 
     def _check_over(self, limits: UsageLimits) -> None:
-        usage = self.usage
-        for name, limit in limits.token_limits:
-            used = _tokens(usage, name)
+        for name, limit in self._token_limits:
+            used = self._tokens(name)
             if used > limit:
                 raise self._exceeded(name, limit, "after_response", f"was passed ({used:,} tokens used)")
-        cost = usage.cost
+        cost = self._cost
         if limits.cost_limit is not None and cost is not None and cost > limits.cost_limit:
-            why = f"was passed (${cost} spent)"
+            why = f"was passed (${tidy_usd(cost)} spent)"
             raise self._exceeded("cost_limit", limits.cost_limit, "after_response", why)
 
     def _unchecked(
@@ -306,12 +340,16 @@ class RunMeter:
         return error
 
 
-def _tokens(usage: Usage, limit_name: str) -> int:
-    if limit_name == "input_tokens_limit":
-        return usage.prompt_tokens
-    if limit_name == "output_tokens_limit":
-        return usage.completion_tokens
-    return usage.total_tokens
+def _with_max_tokens(options: ChatOptions | None, max_tokens: int) -> ChatOptions:
+    """``options`` with ``max_tokens``: a field-for-field copy (``ChatOptions.copy`` would build the
+    tool registry again, on every model call of a budgeted run)."""
+    if options is None:
+        return ChatOptions(max_tokens=max_tokens)
+    copied = object.__new__(ChatOptions)
+    for name in ChatOptions.__slots__:
+        object.__setattr__(copied, name, getattr(options, name))
+    object.__setattr__(copied, "max_tokens", max_tokens)
+    return copied
 
 
 def requested_model(prompt: Prompt, model: object) -> str | None:
@@ -338,12 +376,12 @@ def _model_max_tokens(model: object) -> int | None:
     return None
 
 
-def _added(previous: Sequence[Message], current: Sequence[Message]) -> list[Message]:
+def _added(previous: Sequence[Message], current: Sequence[Message]) -> Sequence[Message]:
     """The messages of ``current`` that ``previous`` does not hold (the same object, or an equal
     message): what a tool round, memory or an advisor added since the previous call."""
     n = len(previous)
-    if len(current) >= n and all(a is b for a, b in zip(previous, current, strict=False)):
-        return list(current[n:])
+    if len(current) >= n and current[:n] == previous:  # a tool round: the previous prompt, extended
+        return current[n:]
     seen = {id(m) for m in previous}
     by_text: dict[tuple[type, str | None], list[Message]] = {}
     for m in previous:

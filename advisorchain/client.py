@@ -472,6 +472,7 @@ class _Request:
         it was plain text) one context-only chunk follows with them."""
         meter = self.meter
         last: ChatClientResponse | None = None
+        told, told_at = None, -1  # the last chunk that carried the totals, and the meter's changes then
         try:
             async with (
                 conversation_turns(self.advisors, self.request) as request,
@@ -480,7 +481,8 @@ class _Request:
                 async for chunk in source:
                     chat = chunk.chat_response
                     if chat is None or chat.metadata.finish_reason is not None:
-                        chunk = _finished(chunk, meter, final=chat is not None)
+                        chunk = told = _finished(chunk, meter, final=chat is not None)
+                        told_at = meter.changes
                     last = chunk
                     yield chunk
         except UsageLimitExceeded as exc:
@@ -491,7 +493,7 @@ class _Request:
             obs.record_run(obs.current_span(), meter.run_usage())
             raise
         obs.record_run(obs.current_span(), meter.run_usage())
-        if last is None or last.context.get(AdvisorParams.RUN_USAGE) != meter.run_usage():
+        if last is None or last is not told or told_at != meter.changes:
             context = self.request.context if last is None else last.context
             yield _finished(ChatClientResponse(None, context), meter, final=False)
 
@@ -500,10 +502,11 @@ def _finished(response: ChatClientResponse, meter: RunMeter, *, final: bool) -> 
     """``response`` with the run's totals in its context (``RUN_USAGE``) and — for the run's
     answer, when a model reported usage — the run's usage as its usage: summed over everything the
     request made the model do, with its cost."""
-    context = {**response.context, AdvisorParams.RUN_USAGE: meter.run_usage()}
+    run = meter.run_usage()
+    context = {**response.context, AdvisorParams.RUN_USAGE: run}
     chat = response.chat_response
-    if final and chat is not None and meter.reported and chat.metadata.usage != meter.usage:
-        chat = chat.with_usage(meter.usage)
+    if final and chat is not None and meter.reported and chat.metadata.usage != run.usage:
+        chat = chat.with_usage(run.usage)
     return ChatClientResponse(chat, context)
 
 

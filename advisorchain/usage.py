@@ -46,11 +46,16 @@ def usd(value: object, what: str) -> Decimal:
     return amount
 
 
-def _tidy(amount: Decimal) -> Decimal:
+_ONE, _TEN = Decimal(1), Decimal(10)
+
+
+def tidy_usd(amount: Decimal) -> Decimal:
     """``amount`` without trailing zeros and never in exponent form: ``Decimal('0.0384')``,
-    ``Decimal('40')``."""
+    ``Decimal('40')`` (not ``Decimal('4E+1')``)."""
     normal = amount.normalize()
-    return normal.quantize(Decimal(1)) if normal.as_tuple().exponent > 0 else normal  # type: ignore[operator]
+    if normal >= _TEN and normal == normal.to_integral_value():
+        return normal.quantize(_ONE)
+    return normal
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +92,7 @@ class Usage:
             self.completion_tokens + other.completion_tokens,
             self.cache_read_tokens + other.cache_read_tokens,
             self.cache_write_tokens + other.cache_write_tokens,
-            None if a is None or b is None else _tidy(a + b),
+            None if a is None or b is None else tidy_usd(a + b),
         )
 
     def with_cost(self, cost: Decimal | None) -> Usage:
@@ -160,6 +165,10 @@ class Rates:
                 rates = tier
         return rates
 
+    def prompt_cost(self, tokens: int) -> Decimal:
+        """What a prompt of ``tokens`` uncached tokens costs, in USD (the limits' estimate)."""
+        return self.for_prompt(tokens)[0] * tokens / _MILLION
+
     def cost(self, usage: Usage) -> Decimal:
         """What ``usage`` costs, in USD."""
         prompt = usage.prompt_tokens
@@ -171,7 +180,7 @@ class Rates:
             total += rcr * read
         if write:
             total += rcw * write
-        return _tidy(total / _MILLION)
+        return tidy_usd(total / _MILLION)
 
 
 def _rates_of(price: ModelPrice) -> Rates:
@@ -321,7 +330,7 @@ class Prices:
         if cost is None:
             return None
         what = f"the cost the prices function returned for model {model!r} (provider {provider!r})"
-        return usage.with_cost(_tidy(usd(cost, what)))
+        return usage.with_cost(tidy_usd(usd(cost, what)))
 
     @property
     def is_function(self) -> bool:

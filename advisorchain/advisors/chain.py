@@ -304,12 +304,12 @@ class CallAdvisorChain(AdvisorChain[Advisor]):
                 name = self._model_name(prompt)
                 with obs.model_call(f"chat {name}", self._span_attributes(prompt)) as record:
                     response = await self._model.call(prompt)
-                    if meter is not None and type(response) is ChatResponse:
+                    if meter is not None and meter.prices is not None and type(response) is ChatResponse:
                         response = meter.priced(response, prompt, self._model)
                     record(response)
             else:
                 response = await self._model.call(prompt)
-                if meter is not None and type(response) is ChatResponse:
+                if meter is not None and meter.prices is not None and type(response) is ChatResponse:
                     response = meter.priced(response, prompt, self._model)
         except Exception as exc:
             _raised_in(exc, f"model {type(self._model).__name__}")
@@ -388,7 +388,9 @@ class StreamAdvisorChain(AdvisorChain[Advisor]):
                     chunk = _with_unique_call_ids(chunk, call_ids)
                 if meter is not None:
                     if chunk.metadata.usage is not None:
-                        chunk = usage_chunk = meter.priced(chunk, prompt, self._model)
+                        if meter.prices is not None:
+                            chunk = meter.priced(chunk, prompt, self._model)
+                        usage_chunk = chunk
                     if kept is not None:
                         kept.append(chunk)
                 yield ChatClientResponse(chunk, context)

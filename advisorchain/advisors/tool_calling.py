@@ -231,7 +231,7 @@ class ToolCallingAdvisor(ToolAdvisor):
         round's request, or the loop's end."""
         meter = loop.meter
         ran = len(_calls_that_ran(chat, decisions)) if meter is not None else 0
-        if meter is not None:
+        if meter is not None and meter.limits is not None:
             meter.before_tool_calls(ran)  # the run's tool_calls_limit: the round runs whole or not at all
         try:
             result = await self._run_round(prompt, chat, decisions)
