@@ -20,7 +20,15 @@ from collections.abc import AsyncIterator, Callable, Coroutine
 from decimal import Decimal
 from typing import Any
 
-from advisorchain import AssistantMessage, ChatClient, ChatResponse, Prompt, ToolCall, ToolResponseMessage, Usage
+from advisorchain import (
+    AssistantMessage,
+    ChatClient,
+    ChatResponse,
+    Prompt,
+    ToolCall,
+    ToolResponseMessage,
+    Usage,
+)
 from advisorchain.testing import stream_chunks
 from advisorchain.tools.function import tool
 
