@@ -21,10 +21,17 @@ from typing import Literal
 from ._tokens import estimate_tokens
 from .errors import UsageLimitExceeded
 from .messages import AssistantMessage, Message
-from .model import ChatOptions, ChatResponse, FinishReason, Prompt
+from .model import (
+    ChatClientMessageAggregator,
+    ChatOptions,
+    ChatResponse,
+    ChatResponseMetadata,
+    FinishReason,
+    Prompt,
+)
 from .usage import Prices, Rates, RunUsage, Usage, UsageLimits, bundled_rates, tidy_usd
 
-__all__ = ["RUN_METER", "RunMeter", "limit_ending", "requested_model"]
+__all__ = ["RUN_METER", "RunMeter", "StreamTally", "limit_ending", "requested_model"]
 
 RUN_METER = "advisorchain.run_meter"
 """A request param that hands a ``ChatClient`` request an existing meter (a durable run keeps one
@@ -40,6 +47,8 @@ class RunMeter:
     __slots__ = (
         "_completion",
         "_cost",
+        "_last",
+        "_last_chunks",
         "_previous",
         "_previous_tokens",
         "_prompt",
@@ -48,7 +57,6 @@ class RunMeter:
         "_token_limits",
         "_written",
         "changes",
-        "last_response",
         "limits",
         "prices",
         "reported",
@@ -68,7 +76,8 @@ class RunMeter:
         self._cost: Decimal | None = Decimal(0)
         self.reported = False
         """True once a response reported usage (the run's usage is then what the caller gets)."""
-        self.last_response: ChatResponse | None = None
+        self._last: ChatResponse | None = None
+        self._last_chunks: list[ChatResponse] | None = None
         self._previous: Sequence[Message] | None = None
         self._previous_tokens: int | None = None
         self._rates: Rates | None = None
@@ -126,33 +135,58 @@ class RunMeter:
         """Add a response to the totals; with limits, raise ``UsageLimitExceeded``
         (``after_response``) when a total is over its limit, when the answer was cut short by a
         lowered ``max_tokens``, or when a limit could not be checked (no usage, no price)."""
-        usage = response.metadata.usage
-        limits = self.limits
+        self._add(response.metadata.usage)
+        if self.limits is not None:
+            self._last, self._last_chunks = response, None
+            self._check_after(response.metadata, response.finish_reason, prompt, model, lowered)
+
+    def stream(self, prompt: Prompt, model: object, lowered: str | None) -> StreamTally:
+        """What the meter keeps of one streamed answer (its ``end`` adds it to the totals)."""
+        return StreamTally(self, prompt, model, lowered)
+
+    @property
+    def last_response(self) -> ChatResponse | None:
+        """The run's last complete response (a stream's chunks are joined when first asked for)."""
+        chunks = self._last_chunks
+        if chunks is not None:
+            self._last, self._last_chunks = ChatClientMessageAggregator.aggregate(chunks), None
+        return self._last
+
+    def _add(self, usage: Usage | None) -> None:
         self.changes += 1
         if usage is None:
             self._cost = None
-        else:
-            self._prompt += usage.prompt_tokens
-            self._completion += usage.completion_tokens
-            self._read += usage.cache_read_tokens
-            self._written += usage.cache_write_tokens
-            if self._cost is not None:
-                self._cost = None if usage.cost is None else self._cost + usage.cost
-            self.reported = True
-        if limits is None:
             return
-        self.last_response = response
+        self._prompt += usage.prompt_tokens
+        self._completion += usage.completion_tokens
+        self._read += usage.cache_read_tokens
+        self._written += usage.cache_write_tokens
+        if self._cost is not None:
+            self._cost = None if usage.cost is None else self._cost + usage.cost
+        self.reported = True
+
+    def _check_after(
+        self,
+        meta: ChatResponseMetadata,
+        finish: str | None,
+        prompt: Prompt,
+        model: object,
+        lowered: str | None,
+    ) -> None:
+        limits = self.limits
+        assert limits is not None
+        usage = meta.usage
         if usage is None:
             self._previous_tokens = None
-            error = self._unchecked(limits, response, prompt, model)
+            error = self._unchecked(limits, meta, prompt, model)
             if error is not None:
                 raise error
             return
         self._previous_tokens = usage.prompt_tokens
         if limits.cost_limit is not None:
-            self._rates = self._estimate_rates(response, prompt, model)
+            self._rates = self._estimate_rates(meta, prompt, model)
             if usage.cost is None and limits.on_unpriced == "raise":
-                name = response.metadata.model or requested_model(prompt, model)
+                name = meta.model or requested_model(prompt, model)
                 raise self._exceeded(
                     "cost_limit",
                     limits.cost_limit,
@@ -161,7 +195,7 @@ class RunMeter:
                     "or UsageLimits(on_unpriced='ignore') to go on without it)",
                 )
         self._check_over(limits)
-        if lowered is not None and response.finish_reason in _LENGTH:
+        if lowered is not None and finish in _LENGTH:
             limit = getattr(limits, lowered)
             why = "cut the answer short (max_tokens was lowered to what was left)"
             raise self._exceeded(lowered, limit, "after_response", why)
@@ -287,10 +321,10 @@ class RunMeter:
             raise self._exceeded("cost_limit", limits.cost_limit, "after_response", why)
 
     def _unchecked(
-        self, limits: UsageLimits, response: ChatResponse, prompt: Prompt, model: object
+        self, limits: UsageLimits, meta: ChatResponseMetadata, prompt: Prompt, model: object
     ) -> UsageLimitExceeded | None:
         """The error for a response that reported no usage while a token or cost limit is set."""
-        name = response.metadata.model or requested_model(prompt, model)
+        name = meta.model or requested_model(prompt, model)
         token_limits = limits.token_limits
         if token_limits:
             limit_name, limit = token_limits[0]
@@ -310,10 +344,9 @@ class RunMeter:
             )
         return None
 
-    def _estimate_rates(self, response: ChatResponse, prompt: Prompt, model: object) -> Rates | None:
+    def _estimate_rates(self, meta: ChatResponseMetadata, prompt: Prompt, model: object) -> Rates | None:
         """The price the next call's estimate uses: the client's price for this response's model
         (a mapping entry), else the bundled price of its provider (a function is never asked)."""
-        meta = response.metadata
         requested = requested_model(prompt, model)
         name = meta.model or requested
         prices = self.prices
@@ -338,6 +371,54 @@ class RunMeter:
         )
         error._advisorchain_meter = self  # type: ignore[attr-defined]  # whose run it ended
         return error
+
+
+class StreamTally:
+    """One streamed answer as the run's meter sees it: the model link hands it every chunk
+    (``chunk``) and, once the answer ended, calls ``end``.
+
+    A provider may repeat one usage report on many chunks (the OpenAI adapter puts it on every
+    text chunk decoded after it): a chunk is repriced by the client's prices only when it brings
+    a new report or ends the answer, so a stream pays for pricing once or twice, not per chunk.
+    """
+
+    __slots__ = ("_finish", "_lowered", "_meter", "_model", "_priced", "_prompt", "kept", "seen")
+
+    def __init__(self, meter: RunMeter, prompt: Prompt, model: object, lowered: str | None) -> None:
+        self._meter, self._prompt, self._model, self._lowered = meter, prompt, model, lowered
+        self.seen: Usage | None = None
+        """The latest usage report, as the model sent it (a chunk with another one, or with a
+        finish reason, is handed to ``chunk``; the others need only be ``kept``)."""
+        self.kept: list[ChatResponse] | None = [] if meter.limits is not None else None
+        """The answer's chunks, when limits may need the whole answer (else None)."""
+        self._priced: ChatResponseMetadata | None = None  # the latest report's metadata, priced
+        self._finish: str | None = None
+
+    def chunk(self, chunk: ChatResponse) -> ChatResponse:
+        """``chunk`` noted (and repriced when it brings a new usage report or ends the answer)."""
+        meta = chunk.metadata
+        usage, finish = meta.usage, meta.finish_reason
+        if usage is not None and (usage is not self.seen or finish is not None):
+            self.seen = usage
+            if self._meter.prices is not None:
+                chunk = self._meter.priced(chunk, self._prompt, self._model)
+            self._priced = chunk.metadata
+        if finish is not None:
+            self._finish = finish
+        if self.kept is not None:
+            self.kept.append(chunk)
+        return chunk
+
+    def end(self) -> None:
+        """The answer ended: add it to the run's totals, and check the limits after it."""
+        meter, meta = self._meter, self._priced
+        meter._add(meta.usage if meta is not None else None)
+        if meter.limits is not None:
+            meter._last, meter._last_chunks = None, self.kept
+            meter._check_after(meta or _NO_METADATA, self._finish, self._prompt, self._model, self._lowered)
+
+
+_NO_METADATA = ChatResponseMetadata()
 
 
 def _with_max_tokens(options: ChatOptions | None, max_tokens: int) -> ChatOptions:

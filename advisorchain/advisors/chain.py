@@ -25,7 +25,7 @@ from typing import Generic, Protocol, Self, TypeAlias, TypeVar, runtime_checkabl
 
 from .. import observability as obs
 from .._checks import check_int
-from .._run_meter import RunMeter
+from .._run_meter import RunMeter, StreamTally
 from .._streams import closing, collect
 from ..errors import ChainConfigurationError, ModelError
 from ..model import (
@@ -352,7 +352,7 @@ class StreamAdvisorChain(AdvisorChain[Advisor]):
         meter = self._meter
         if meter is not None:  # checked when the stream is made: a refused call opens no span
             prompt, lowered = meter.before_request(prompt, self._model)
-            source = self._stream_model(request, prompt, meter, lowered)
+            source = self._stream_model(request, prompt, meter.stream(prompt, self._model, lowered))
         else:
             source = self._stream_model(request, prompt)
         if self._traced:
@@ -361,16 +361,10 @@ class StreamAdvisorChain(AdvisorChain[Advisor]):
         return source
 
     async def _stream_model(
-        self,
-        request: ChatClientRequest,
-        prompt: Prompt,
-        meter: RunMeter | None = None,
-        lowered: str | None = None,
+        self, request: ChatClientRequest, prompt: Prompt, tally: StreamTally | None = None
     ) -> AsyncIterator[ChatClientResponse]:
         context = request.context
         call_ids: set[str] = set()  # tool calls come whole, possibly over several chunks
-        usage_chunk: ChatResponse | None = None  # the run's meter: the chunk that carried the usage
-        kept: list[ChatResponse] | None = [] if meter is not None and meter.limits is not None else None
         async with closing(self._model.stream(prompt)) as stream:
             while True:
                 try:
@@ -386,22 +380,16 @@ class StreamAdvisorChain(AdvisorChain[Advisor]):
                     )
                 if chunk.has_tool_calls():
                     chunk = _with_unique_call_ids(chunk, call_ids)
-                if meter is not None:
-                    if chunk.metadata.usage is not None:
-                        if meter.prices is not None:
-                            chunk = meter.priced(chunk, prompt, self._model)
-                        usage_chunk = chunk
-                    if kept is not None:
-                        kept.append(chunk)
+                if tally is not None:  # the run's meter: a new usage report or the answer's end
+                    meta = chunk.metadata
+                    if meta.usage is not tally.seen or meta.finish_reason is not None:
+                        chunk = tally.chunk(chunk)
+                    elif tally.kept is not None:
+                        tally.kept.append(chunk)
                 yield ChatClientResponse(chunk, context)
-        if meter is not None:
+        if tally is not None:
             # The answer's text has reached the caller by now: a limit it passed raises after it.
-            answer = ChatClientMessageAggregator.aggregate(kept) if kept else usage_chunk or _NO_USAGE
-            meter.after_response(answer, prompt, self._model, lowered)
-
-
-_NO_USAGE = ChatResponse(())
-"""What a stream that reported no usage adds to a run without limits."""
+            tally.end()
 
 
 def _with_unique_call_ids(response: ChatResponse, seen: set[str]) -> ChatResponse:
