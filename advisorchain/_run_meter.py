@@ -47,6 +47,7 @@ class RunMeter:
     __slots__ = (
         "_completion",
         "_cost",
+        "_default_of",
         "_last",
         "_last_chunks",
         "_previous",
@@ -81,6 +82,7 @@ class RunMeter:
         self._previous: Sequence[Message] | None = None
         self._previous_tokens: int | None = None
         self._rates: Rates | None = None
+        self._default_of: tuple[object, int | None] | None = None
         self._token_limits = () if limits is None else limits.token_limits
 
     @property
@@ -230,10 +232,10 @@ class RunMeter:
             raise self._exceeded(
                 "request_limit", limits.request_limit, "before_request", "was reached: no model call is left"
             )
-        for name, limit in self._token_limits:
-            used = self._tokens(name)
-            if used >= limit:
-                raise self._exceeded(name, limit, "before_request", f"was reached ({used:,} tokens used)")
+        reached = self._token_limit_passed(or_equal=True)
+        if reached is not None:
+            name, limit, used = reached
+            raise self._exceeded(name, limit, "before_request", f"was reached ({used:,} tokens used)")
         cost = self._cost
         if limits.cost_limit is not None and cost is not None and cost >= limits.cost_limit:
             why = f"was reached (${tidy_usd(cost)} spent)"
@@ -284,7 +286,7 @@ class RunMeter:
             return prompt, None
         options = prompt.options
         caller = options.max_tokens if options is not None and options.max_tokens is not None else None
-        best: int | None = caller if caller is not None else _model_max_tokens(model)
+        best: int | None = caller if caller is not None else self._model_default(model)
         by: str | None = None
         if limits.output_tokens_limit is not None:
             left = limits.output_tokens_limit - self._completion
@@ -302,19 +304,31 @@ class RunMeter:
             )
         return Prompt(prompt.instructions, _with_max_tokens(options, best)), by
 
-    def _tokens(self, limit_name: str) -> int:
-        """The total a token limit bounds."""
-        if limit_name == "input_tokens_limit":
-            return self._prompt
-        if limit_name == "output_tokens_limit":
-            return self._completion
-        return self._prompt + self._completion
+    def _token_limit_passed(self, *, or_equal: bool) -> tuple[str, int, int] | None:
+        """The first token limit the totals passed (or reached, ``or_equal``): (name, limit, used)."""
+        for name, limit in self._token_limits:
+            if name == "input_tokens_limit":
+                used = self._prompt
+            elif name == "output_tokens_limit":
+                used = self._completion
+            else:
+                used = self._prompt + self._completion
+            if used > limit or (or_equal and used == limit):
+                return name, limit, used
+        return None
+
+    def _model_default(self, model: object) -> int | None:
+        """The ``max_tokens`` ``model`` sends when a request sets none (looked up once per model)."""
+        known = self._default_of
+        if known is None or known[0] is not model:
+            known = self._default_of = (model, _model_max_tokens(model))
+        return known[1]
 
     def _check_over(self, limits: UsageLimits) -> None:
-        for name, limit in self._token_limits:
-            used = self._tokens(name)
-            if used > limit:
-                raise self._exceeded(name, limit, "after_response", f"was passed ({used:,} tokens used)")
+        passed = self._token_limit_passed(or_equal=False)
+        if passed is not None:
+            name, limit, used = passed
+            raise self._exceeded(name, limit, "after_response", f"was passed ({used:,} tokens used)")
         cost = self._cost
         if limits.cost_limit is not None and cost is not None and cost > limits.cost_limit:
             why = f"was passed (${tidy_usd(cost)} spent)"
