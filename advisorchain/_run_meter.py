@@ -238,7 +238,7 @@ class RunMeter:
             raise self._exceeded(name, limit, "before_request", f"was reached ({used:,} tokens used)")
         cost = self._cost
         if limits.cost_limit is not None and cost is not None and cost >= limits.cost_limit:
-            why = f"was reached (${tidy_usd(cost)} spent)"
+            why = f"was reached (${tidy_usd(cost):f} spent)"
             raise self._exceeded("cost_limit", limits.cost_limit, "before_request", why)
 
     def _check_estimate(self, limits: UsageLimits, prompt: Prompt) -> int | None:
@@ -261,9 +261,8 @@ class RunMeter:
         if cost_limit is not None and cost is not None and rates is not None:
             estimated = rates.prompt_cost(estimate)
             if cost + estimated > cost_limit:
-                why = (
-                    f"would be passed by the next prompt (about {estimate:,} tokens, ${tidy_usd(estimated)})"
-                )
+                shown = f"about {estimate:,} tokens, ${tidy_usd(estimated):f}"
+                why = f"would be passed by the next prompt ({shown})"
                 raise self._exceeded("cost_limit", cost_limit, "before_request", why)
         return estimate
 
@@ -331,7 +330,7 @@ class RunMeter:
             raise self._exceeded(name, limit, "after_response", f"was passed ({used:,} tokens used)")
         cost = self._cost
         if limits.cost_limit is not None and cost is not None and cost > limits.cost_limit:
-            why = f"was passed (${tidy_usd(cost)} spent)"
+            why = f"was passed (${tidy_usd(cost):f} spent)"
             raise self._exceeded("cost_limit", limits.cost_limit, "after_response", why)
 
     def _unchecked(

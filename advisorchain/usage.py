@@ -431,7 +431,7 @@ class RunUsage:
     def describe(self) -> str:
         """One line: requests, tool calls, tokens and cost."""
         u = self.usage
-        cost = "n/a" if u.cost is None else f"${u.cost}"
+        cost = "n/a" if u.cost is None else f"${u.cost:f}"
         return (
             f"{self.requests} request{'s' if self.requests != 1 else ''}, "
             f"{self.tool_calls} tool call{'s' if self.tool_calls != 1 else ''}, "

@@ -345,7 +345,7 @@ def usage_line(run: RunUsage | Usage) -> str:
     """What an answer used, for the line under it: ``tokens 350 in / 40 out · cost $0.00043``
     (``cost n/a`` when a model could not be priced); a run's model calls when there were several."""
     usage = run.usage if isinstance(run, RunUsage) else run
-    cost = "n/a" if usage.cost is None else f"${usage.cost}"
+    cost = "n/a" if usage.cost is None else f"${usage.cost:f}"
     if usage.total_tokens == 0 and usage.cost is None:  # the model reported no usage
         tokens = "tokens n/a"
     else:

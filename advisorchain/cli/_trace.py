@@ -7,6 +7,7 @@ calls) live in ``advisorchain._span_tree``, shared with the web page; this modul
 from __future__ import annotations
 
 from collections.abc import Sequence
+from decimal import Decimal
 
 from opentelemetry.sdk.trace import ReadableSpan
 from rich.text import Text
@@ -31,7 +32,7 @@ def _label(node: SpanNode) -> Text:
         if node.tokens_in is not None or node.tokens_out is not None:
             text.append(f"  tokens {node.tokens_in} in / {node.tokens_out} out", style="magenta")
         if node.cost is not None or (node.kind == "request" and node.tokens_in is not None):
-            cost = "n/a" if node.cost is None else f"${node.cost:.6g}"
+            cost = "n/a" if node.cost is None else f"${Decimal(repr(node.cost)):f}"
             text.append(f"  cost {cost}", style="magenta")
     if node.kind == "model" and node.finish_reasons:
         text.append(f"  {', '.join(node.finish_reasons)}", style="dim")

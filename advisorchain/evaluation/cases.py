@@ -164,7 +164,7 @@ def _total(totals: EvaluatorTotals) -> str:
 
 def _cost(usage: Usage | None) -> str:
     """An answer's cost in USD, ``n/a`` when it is not known (an unpriced model, no usage)."""
-    return "n/a" if usage is None or usage.cost is None else f"${usage.cost}"
+    return "n/a" if usage is None or usage.cost is None else f"${usage.cost:f}"
 
 
 def _note(row: CaseResult) -> str:
