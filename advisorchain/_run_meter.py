@@ -54,6 +54,7 @@ class RunMeter:
         "_previous_tokens",
         "_prompt",
         "_rates",
+        "_rates_for",
         "_read",
         "_token_limits",
         "_written",
@@ -82,6 +83,7 @@ class RunMeter:
         self._previous: Sequence[Message] | None = None
         self._previous_tokens: int | None = None
         self._rates: Rates | None = None
+        self._rates_for: tuple[str | None, str | None] | None = None
         self._default_of: tuple[object, int | None] | None = None
         self._token_limits = () if limits is None else limits.token_limits
 
@@ -186,7 +188,9 @@ class RunMeter:
             return
         self._previous_tokens = usage.prompt_tokens
         if limits.cost_limit is not None:
-            self._rates = self._estimate_rates(meta, prompt, model)
+            source = (meta.model, meta.provider)
+            if meta.model is None or source != self._rates_for:  # the same model: the same price
+                self._rates, self._rates_for = self._estimate_rates(meta, prompt, model), source
             if usage.cost is None and limits.on_unpriced == "raise":
                 name = meta.model or requested_model(prompt, model)
                 raise self._exceeded(
