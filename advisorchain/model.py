@@ -2,7 +2,9 @@
 (ChatResponse, Generation, Usage), the ChatModel protocol, the request and response as they travel
 the advisor chain (ChatClientRequest, ChatClientResponse), and the stream aggregator.
 
-This layer imports only ``messages``, ``errors`` and the tool contract: the advisor chain builds on
+``Usage`` lives in ``advisorchain.usage`` (with prices and limits) and is re-exported here.
+
+This layer imports only ``messages``, ``usage``, ``errors`` and the tool contract: the advisor chain builds on
 it, never the other way round."""
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any, ClassVar, NoReturn, Protocol, runtime_checkable
 
 from ._tool_types import EMPTY_REGISTRY, ToolCallback, ToolRegistry
 from .messages import AssistantMessage, Message, SystemMessage, ToolCall, UserMessage
+from .usage import Usage
 
 __all__ = [
     "ChatClientMessageAggregator",
@@ -160,34 +163,6 @@ class Prompt:
 
 
 @dataclass(frozen=True, slots=True)
-class Usage:
-    """Token usage of one or more model calls (``+`` adds them up)."""
-
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-
-    @property
-    def total_tokens(self) -> int:
-        return self.prompt_tokens + self.completion_tokens
-
-    def __add__(self, other: Usage | None) -> Usage:
-        if other is None:
-            return self
-        return Usage(
-            self.prompt_tokens + other.prompt_tokens, self.completion_tokens + other.completion_tokens
-        )
-
-    @staticmethod
-    def sum(usages: Iterable[Usage | None]) -> Usage | None:
-        """The sum of the usages that are known, or None when none is."""
-        total: Usage | None = None
-        for u in usages:
-            if u is not None:
-                total = u if total is None else total + u
-        return total
-
-
-@dataclass(frozen=True, slots=True)
 class Generation:
     """One answer of the model and why it ended."""
 
@@ -197,12 +172,17 @@ class Generation:
 
 @dataclass(frozen=True, slots=True)
 class ChatResponseMetadata:
-    """What the provider said about a response as a whole."""
+    """What the provider said about a response as a whole.
+
+    ``provider`` is the provider whose price list prices the response (``"openai"``,
+    ``"anthropic"``): set by the provider adapters on the provider's own host only, None for any
+    other server and for models that are not adapters."""
 
     id: str | None = None
     model: str | None = None
     usage: Usage | None = None
     finish_reason: str | None = None
+    provider: str | None = None
 
 
 _EMPTY_METADATA = ChatResponseMetadata()
@@ -263,7 +243,9 @@ class ChatResponse:
     def with_usage(self, usage: Usage | None) -> ChatResponse:
         """A copy whose metadata carries ``usage``."""
         m = self.metadata
-        return ChatResponse(self.generations, ChatResponseMetadata(m.id, m.model, usage, m.finish_reason))
+        return ChatResponse(
+            self.generations, ChatResponseMetadata(m.id, m.model, usage, m.finish_reason, m.provider)
+        )
 
 
 @runtime_checkable
@@ -371,7 +353,7 @@ def with_total_usage(
 
 class ChatClientMessageAggregator:
     """Joins stream chunks into one response: the first generation's text deltas, the tool calls in
-    order, and the last finish reason, usage, id and model."""
+    order, and the last finish reason, usage, id, model and provider."""
 
     @staticmethod
     def aggregate(chunks: Iterable[ChatResponse]) -> ChatResponse:
@@ -379,7 +361,7 @@ class ChatClientMessageAggregator:
         calls: list[ToolCall] = []
         metadata: dict[str, Any] = {}
         gen_finish: str | None = None
-        rid = model = finish = None
+        rid = model = finish = provider = None
         usage: Usage | None = None
         for chunk in chunks:
             if chunk.generations:
@@ -396,10 +378,11 @@ class ChatClientMessageAggregator:
             model = meta.model or model
             usage = meta.usage or usage
             finish = meta.finish_reason or finish
+            provider = meta.provider or provider
         message = AssistantMessage("".join(texts) if texts else None, tuple(calls), metadata)
         return ChatResponse(
             (Generation(message, gen_finish or finish),),
-            ChatResponseMetadata(rid, model, usage, finish or gen_finish),
+            ChatResponseMetadata(rid, model, usage, finish or gen_finish, provider),
         )
 
     @staticmethod

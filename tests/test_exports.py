@@ -21,6 +21,7 @@ EvaluationFailedError EvaluationRequest EvaluationResult Evaluator LLMJudgeEvalu
 FactCheckingEvaluator SelfRefineEvaluationAdvisor Case CaseResult EvaluatorTotals EvaluationReport
 ExpectedAnswerEvaluator evaluate_cases aevaluate_cases
 RequestRetryAdvisor ContextCompactionAdvisor HistoryReplacement
+ModelPrice UsageLimits RunUsage
 """
 
 # Names API.md places in each submodule.
@@ -58,6 +59,7 @@ _SECTIONS = {
     "StructuredOutputValidationError ModelError ChainConfigurationError ContextLengthExceededError "
     "EvaluationFailedError VectorStoreError UsageLimitExceeded",
     "advisorchain.client": "ChatClient ResponseEntity",
+    "advisorchain.usage": "Usage ModelPrice UsageLimits RunUsage",
 }
 
 

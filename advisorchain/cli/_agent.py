@@ -11,11 +11,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._streams import closing
+from ..advisors.vocabulary import AdvisorParams
 from ..client import ChatClient
 from ..errors import ModelError
 from ..memory import ChatMemory, ChatMemoryDecodeError, ChatMemoryRepository
 from ..model import ChatModel
-from ._display import Display, LineReader, ShownTool, approver, read_line, stdin_is_terminal
+from ..usage import RunUsage, UsageLimits
+from ._display import Display, LineReader, ShownTool, approver, read_line, stdin_is_terminal, usage_line
 from ._options import AgentOptions, ModelOptions
 from ._setup import CliError, build_model, load_tools, mcp_servers, parse_model, server_of
 
@@ -74,6 +76,7 @@ class Agent:
     manager: Any
     repository: ChatMemoryRepository
     knowledge: Any = None
+    limits: UsageLimits | None = None
     memory: ChatMemory = field(init=False)
 
     def __post_init__(self) -> None:
@@ -98,7 +101,13 @@ class Agent:
     def client(self) -> ChatClient:
         """A client for the agent as it is now."""
         return agent_client(
-            self.model.model, self.system, list(self.tools), self.memory, self.manager, self.knowledge
+            self.model.model,
+            self.system,
+            list(self.tools),
+            self.memory,
+            self.manager,
+            self.knowledge,
+            self.limits,
         )
 
 
@@ -109,10 +118,12 @@ def agent_client(
     memory: ChatMemory,
     manager: Any,
     knowledge: Any = None,
+    limits: UsageLimits | None = None,
 ) -> ChatClient:
     """The agent every command runs (chat, demo, eval, web): memory outside the tool loop (a
     cancelled or failed turn stores nothing), the tool loop with ``manager``, the tools, the system
-    text, and ``knowledge`` (``--knowledge``: a QuestionAnswerAdvisor, inside memory, outside the loop)."""
+    text, ``knowledge`` (``--knowledge``: a QuestionAnswerAdvisor, inside memory, outside the loop) and
+    what each answer may spend (``--max-cost``, ``--max-requests``)."""
     from ..advisors import MessageChatMemoryAdvisor, ToolCallingAdvisor
 
     advisors: list[Any] = [MessageChatMemoryAdvisor(memory), ToolCallingAdvisor(manager)]
@@ -121,6 +132,7 @@ def agent_client(
         default_system=system,
         default_advisors=[*advisors, *([knowledge] if knowledge is not None else [])],
         default_tools=list(tools),
+        usage_limits=limits,
     )
 
 
@@ -142,7 +154,7 @@ async def open_agent(
     model = ModelChoice.build(options.model)
     knowledge = open_knowledge_advisor(options.knowledge, stack)
     manager = ToolCallingManager(approver=approver(display, options.approve_all, stdin_is_terminal(), read))
-    agent = Agent(model, options.system, [], manager, repository, knowledge)
+    agent = Agent(model, options.system, [], manager, repository, knowledge, options.budget.limits())
     stack.push_async_callback(agent.aclose)
     entered = [await stack.enter_async_context(server) for server in servers]
     agent.tools = [ShownTool(cb, display, capture=capture) for cb in tool_callbacks(*agent_tools, *entered)]
@@ -180,7 +192,9 @@ async def ask(
     stream: bool,
     collector: Any = None,
 ) -> None:
-    """One turn: the question asked, the answer shown as it comes (and the trace tree after it)."""
+    """One turn: the question asked, the answer shown as it comes, then what it used (its tokens
+    and cost) on a line of its own — or, with ``--trace``, on the request line of the trace tree
+    drawn after it."""
     if collector is not None:
         collector.start()
     display.watch_silence(server_of(agent.model.model), agent.model.options.timeout)
@@ -191,8 +205,10 @@ async def ask(
         if stream:
             async with closing(spec.astream().chat_client_responses()) as chunks:
                 async for chunk in chunks:
-                    display.text(chunk.chat_response.text or "" if chunk.chat_response is not None else "")
-                    context = chunk.context  # the last chunk's holds the citations
+                    chat = chunk.chat_response
+                    if chat is not None and chat.text:
+                        display.text(chat.text)
+                    context = chunk.context  # the last chunk's holds the citations and the run's usage
         else:
             answer = await spec.acall().chat_client_response()
             display.text(answer.chat_response.text or "" if answer.chat_response is not None else "")
@@ -205,6 +221,9 @@ async def ask(
             from ._trace import render_tree
 
             display.show(render_tree(collector.take()))
+    run = context.get(AdvisorParams.RUN_USAGE) if context is not None else None
+    if isinstance(run, RunUsage) and collector is None:  # with --trace the tree's request line says it
+        display.note(usage_line(run))
 
 
 def show_citations(display: Display, context: Mapping[str, Any]) -> None:

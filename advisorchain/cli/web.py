@@ -22,6 +22,7 @@ from rich.console import Console
 from ..client import ChatClient
 from ..memory import ChatMemoryRepository
 from ..model import ChatModel
+from ..usage import UsageLimits
 from ._agent import MAX_MESSAGES, ModelChoice, agent_client, close_model, open_knowledge_advisor
 from ._options import AgentOptions, agent_options
 from ._sessions import open_store
@@ -44,6 +45,7 @@ class WebSettings:
     session: str | None
     approve_all: bool
     knowledge: str | None = None
+    limits: UsageLimits | None = None
 
 
 def _agent(settings: WebSettings, mcp_tools: list[object], knowledge: Any = None) -> ChatClient:
@@ -56,7 +58,7 @@ def _agent(settings: WebSettings, mcp_tools: list[object], knowledge: Any = None
     manager = ToolCallingManager(approver=(lambda call, context: True) if settings.approve_all else None)
     memory = MessageWindowChatMemory(settings.repository, max_messages=MAX_MESSAGES)
     tools = [*settings.tools, *mcp_tools]
-    return agent_client(settings.model, settings.system, tools, memory, manager, knowledge)
+    return agent_client(settings.model, settings.system, tools, memory, manager, knowledge, settings.limits)
 
 
 @click.command("web")
@@ -104,6 +106,7 @@ def web_command(agent: AgentOptions, host: str, port: int, debug: bool) -> int:
         session,
         agent.approve_all,
         agent.knowledge,
+        agent.budget.limits(),
     )
     try:
         asyncio.run(_serve(settings, sock, host, debug))

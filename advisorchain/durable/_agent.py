@@ -18,6 +18,7 @@ from typing import Any, Generic, TypeVar
 from pydantic import TypeAdapter
 
 from .._checks import check_conversation_id
+from .._run_meter import RUN_METER, RunMeter
 from ..advisors import AdvisorParams, ToolCallingAdvisor
 from ..advisors.api import CallAdvisorChain, ChatClientRequest, ChatClientResponse, Ordered
 from ..client import ChatClient, ChatClientRequestSpec
@@ -211,6 +212,8 @@ class DurableParts:
             ],
             default_options=client.default_options,
             tool_calling_auto_register=client.tool_calling_auto_register,
+            usage_limits=client.usage_limits,
+            prices=client.prices,
         )
         return durable, recorder
 
@@ -437,7 +440,10 @@ async def run_agent(
     payload = {**payload, "tool_context": {**payload["tool_context"], RUN_ID: run_id}}
     client, _ = parts.workflow_client(dispatch, bool(payload["stream"]))
     converter = None if output_type is None else converter_for(output_type)
-    spec = _spec(client, payload, converter)
+    # One budget for the whole run, across its approval pauses; on a resume the engine replays the
+    # recorded model and tool calls through it, so the totals are rebuilt as they were.
+    meter = RunMeter(client.usage_limits, client.price_table)
+    spec = _spec(client, payload, converter, meter)
     if payload["system"] is not None:
         spec.system(payload["system"])
     spec.messages([message_from_dict(m) for m in payload["messages"]])
@@ -452,7 +458,7 @@ async def run_agent(
             [_call_to_dict(c) for c in pending],
             response_to_dict(waiting) if waiting is not None and payload["stream"] else None,
         )
-        spec = _spec(client, payload, converter)
+        spec = _spec(client, payload, converter, meter)
         if parts.memories:
             # Memory holds the user message and the waiting tool-call message already.
             if payload["system"] is not None:
@@ -471,8 +477,10 @@ async def run_agent(
     return {"output": output, "response": None if response is None else response_to_dict(response)}
 
 
-def _spec(client: ChatClient, payload: Mapping[str, Any], converter: Any) -> ChatClientRequestSpec:
-    spec = client.prompt()
+def _spec(
+    client: ChatClient, payload: Mapping[str, Any], converter: Any, meter: RunMeter
+) -> ChatClientRequestSpec:
+    spec = client.prompt().param(RUN_METER, meter)
     if payload["conversation_id"] is not None:
         spec.param(ChatMemory.CONVERSATION_ID, payload["conversation_id"])
     if payload["tool_context"]:

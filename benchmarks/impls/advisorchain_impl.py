@@ -1,10 +1,14 @@
 """advisorchain: a ``ChatClient`` on ``OpenAIChatModel`` over an injected ``AsyncOpenAI`` client; the
 auto-registered ``ToolCallingAdvisor`` runs the loop. Option ``advisors=N`` adds N pass-through
-advisors inside the loop (each runs once per model call)."""
+advisors inside the loop (each runs once per model call); option ``budget`` — or
+``ADVISORCHAIN_BENCH_BUDGET=1`` in the environment — gives the client a price for the model and
+every usage limit (far from reached), so every call is priced and checked (§17)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator
+from decimal import Decimal
 from typing import Any
 
 from harness.scenarios import tool_result
@@ -30,13 +34,33 @@ class PassThrough(BaseAdvisor):
     order = ToolCallingAdvisor.DEFAULT_ORDER + 1
 
 
+def _budget(model: str) -> dict[str, Any]:
+    """A price for ``model`` and every usage limit, none of them reached by a benchmark run."""
+    from advisorchain import ModelPrice, UsageLimits
+
+    limits = UsageLimits(
+        request_limit=10_000,
+        input_tokens_limit=10**9,
+        output_tokens_limit=10**9,
+        total_tokens_limit=10**9,
+        tool_calls_limit=10_000,
+        cost_limit=Decimal(1_000),
+    )
+    return {"prices": {model: ModelPrice(Decimal("0.15"), Decimal("0.60"))}, "usage_limits": limits}
+
+
 class Impl:
     """One ChatClient shared by every run; the tool given per request, as users write it."""
 
     def __init__(self, base_url: str, model: str, options: dict[str, Any]) -> None:
         self.client = AsyncOpenAI(base_url=base_url, api_key="bench")
         advisors = [PassThrough() for _ in range(int(options.get("advisors", 0)))]
-        self.chat = ChatClient(OpenAIChatModel(model, client=self.client), default_advisors=advisors)
+        budget = (
+            _budget(model) if options.get("budget") or os.environ.get("ADVISORCHAIN_BENCH_BUDGET") else {}
+        )
+        self.chat = ChatClient(
+            OpenAIChatModel(model, client=self.client), default_advisors=advisors, **budget
+        )
 
     async def run(self, prompt: str) -> str:
         """One agent run; the final answer."""

@@ -1,7 +1,8 @@
 """Run inside a fresh virtual environment that has only one extra installed (see
 test_installed_extras.py): a tool loop, blocking and streamed, through each adapter of that extra
 against the loopback server at argv[2]; then an import of the other extra's adapter, which must
-fail naming the extra to install. Prints one JSON object with what happened."""
+fail naming the extra to install; then a price from the bundled price data. Prints one JSON object
+with what happened."""
 
 from __future__ import annotations
 
@@ -50,13 +51,20 @@ def main() -> None:
         missing = None
     except ImportError as exc:
         missing = f"{type(exc).__name__}: {exc}"
+    from advisorchain.usage import Usage, price_of
+
+    # The bundled prices at genai-prices' lower bound: the adapters price answers from them (§17).
+    prices = {
+        provider: str(price_of(Usage(1000, 100, cache_read_tokens=400), provider, model).cost)
+        for provider, model in (("openai", "gpt-4o"), ("anthropic", "claude-sonnet-4-5"))
+    }
     versions = {}
-    for package in ("openai", "anthropic", "httpx2"):
+    for package in ("openai", "anthropic", "httpx2", "genai-prices"):
         try:
             versions[package] = importlib.metadata.version(package)
         except importlib.metadata.PackageNotFoundError:
             versions[package] = None
-    print(json.dumps({"answers": answers, "missing_other": missing, "versions": versions}))
+    print(json.dumps({"answers": answers, "missing_other": missing, "versions": versions, "prices": prices}))
 
 
 if __name__ == "__main__":
