@@ -3,7 +3,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from helpers import Recorder
 from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -12,6 +11,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from advisorchain import ChatClient, ChatResponse, Generation, ScriptedChatModel, Usage
 from advisorchain.messages import AssistantMessage
 from advisorchain.model import ChatResponseMetadata
+from tests.support.advisors import Recorder
 
 _exporter = InMemorySpanExporter()
 

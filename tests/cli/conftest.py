@@ -11,8 +11,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from held_server import HeldServer, held_server
-from panes import Pane, find_tmux
+
+from tests.support.held_server import HeldServer, held_server
+from tests.support.panes import Pane, find_tmux
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVER = ROOT / "benchmarks" / "harness" / "server.py"

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
-from held_server import HeldServer
 
 from advisorchain.cli import app, main
+from tests.support.held_server import HeldServer
 
 WEATHER = "weather+k5"
 STREAMED = "w0 w1 w2 w3 w4 "

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
-from judge_server import judge_server
 
 from advisorchain.cli import app
+from tests.support.judge_server import judge_server
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "eval_cases.yaml"

@@ -9,8 +9,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from judge_server import judge_server
-from panes import Pane, find_tmux
+
+from tests.support.judge_server import judge_server
+from tests.support.panes import Pane, find_tmux
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]

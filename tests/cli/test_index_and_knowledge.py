@@ -14,8 +14,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from held_server import HeldServer
-from panes import Pane, exited, find_tmux
+
+from tests.support.held_server import HeldServer
+from tests.support.panes import Pane, exited, find_tmux
 
 pytest.importorskip("apsw")  # the rag extra
 

@@ -18,7 +18,7 @@ from click.testing import CliRunner
 from advisorchain.cli import app
 
 HERE = Path(__file__).resolve().parent
-SERVER = HERE / "mcp_weather_server.py"
+SERVER = HERE.parent / "support" / "mcp_weather_server.py"
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("advisorchain.mcp") is None or importlib.util.find_spec("mcp") is None,

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from held_server import HeldServer
 
 from advisorchain.cli import app
+from tests.support.held_server import HeldServer
 
 HERE = Path(__file__).resolve().parent
 

@@ -11,10 +11,10 @@ import threading
 from collections.abc import Callable
 
 from click.testing import CliRunner
-from held_server import HeldServer
-from panes import SPINNER, Pane, exited, prompts
 
 from advisorchain.cli import app
+from tests.support.held_server import HeldServer
+from tests.support.panes import SPINNER, Pane, exited, prompts
 
 
 def test_the_spinner_turns_until_the_first_token_and_never_touches_the_answer(

@@ -8,7 +8,6 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
-from compaction_support import Provider, answered, ask, lookup, summary, text, texts
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -33,6 +32,7 @@ from advisorchain import (
     UserMessage,
 )
 from advisorchain.testing import FunctionChatModel, ScriptedChatModel
+from tests.compaction.compaction_support import Provider, answered, ask, lookup, summary, text, texts
 
 SYSTEM = SystemMessage(text(5, "sys"))
 U1, A1 = UserMessage(text(10, "u1")), AssistantMessage(text(10, "a1"))

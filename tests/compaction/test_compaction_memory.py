@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from compaction_support import SUMMARY, Provider, ask, text, texts
 
 from advisorchain import (
     AssistantMessage,
@@ -31,6 +30,7 @@ from advisorchain import (
     UserMessage,
     tool,
 )
+from tests.compaction.compaction_support import SUMMARY, Provider, ask, text, texts
 
 OUTSIDE = MessageChatMemoryAdvisor.DEFAULT_ORDER
 INSIDE_AFTER = Ordered.HIGHEST_PRECEDENCE + 400  # inside the loop, after the compaction advisor's order

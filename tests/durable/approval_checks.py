@@ -6,10 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from agent_app import stored
-from scripted_server import FINAL, ScriptedServer
-
 from advisorchain import AssistantMessage, ToolCall, ToolResponse, ToolResponseMessage, UserMessage
+from tests.durable.agent_app import stored
+from tests.support.agent_server import FINAL, ScriptedServer
 
 DENIAL = "Error: the user denied this tool call: not now"
 CALLS = (

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 import pytest_asyncio
-from scripted_server import ScriptedServer
-from worker_processes import Workers
+
+from tests.durable.worker_processes import Workers
+from tests.support.agent_server import ScriptedServer
 
 pytest.importorskip("temporalio")
 pytest.importorskip("dbos")

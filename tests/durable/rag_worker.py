@@ -1,8 +1,8 @@
 """A worker process for the retrieval crash tests: serves the retrieval agent (``rag_app``) on
 Temporal or DBOS until killed, as ``worker.py`` does for the plain agent.
 
-    python rag_worker.py temporal TARGET TASK_QUEUE BASE_URL MODEL TOOL_FILE KNOWLEDGE_DB QUERY_FILE
-    python rag_worker.py dbos SYSTEM_DB_URL start|finish WORKFLOW_ID BASE_URL MODEL TOOL_FILE KNOWLEDGE_DB QUERY_FILE RESULT_FILE
+    python -m tests.durable.rag_worker temporal TARGET TASK_QUEUE BASE_URL MODEL TOOL_FILE KNOWLEDGE_DB QUERY_FILE
+    python -m tests.durable.rag_worker dbos SYSTEM_DB_URL start|finish WORKFLOW_ID BASE_URL MODEL TOOL_FILE KNOWLEDGE_DB QUERY_FILE RESULT_FILE
 """
 
 from __future__ import annotations
@@ -13,9 +13,7 @@ import sys
 from datetime import timedelta
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from rag_app import build_rag_client
+from tests.durable.rag_app import build_rag_client
 
 AGENT_NAME = "ragcrash"
 TIMEOUT = timedelta(seconds=2)

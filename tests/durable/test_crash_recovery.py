@@ -13,11 +13,11 @@ import uuid
 from pathlib import Path
 
 import pytest
-from agent_app import attempts_file, hang_file, stored
-from scripted_server import FINAL, ScriptedServer
-from worker_processes import Workers
 
 from advisorchain import AssistantMessage, UserMessage
+from tests.durable.agent_app import attempts_file, hang_file, stored
+from tests.durable.worker_processes import Workers
+from tests.support.agent_server import FINAL, ScriptedServer
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -35,10 +35,10 @@ def _assert_ran_once_except_the_killed_round(server: ScriptedServer, model: str)
 async def test_temporal_run_survives_a_killed_worker(
     server: ScriptedServer, temporal_env: object, workers: Workers, tmp_path: Path
 ) -> None:
-    from agent_app import build_client
     from temporalio.testing import WorkflowEnvironment
 
     from advisorchain.durable.temporal import TemporalAgent
+    from tests.durable.agent_app import build_client
 
     assert isinstance(temporal_env, WorkflowEnvironment)
     model, queue = f"hang2-{uuid.uuid4().hex}", f"q-{uuid.uuid4().hex}"
@@ -104,10 +104,10 @@ def _assert_paid_once(tool_file: Path, run_id: str) -> None:
 async def test_temporal_a_tool_killed_mid_call_deduplicates_on_run_id_and_tool_call_id(
     server: ScriptedServer, temporal_env: object, workers: Workers, tmp_path: Path
 ) -> None:
-    from agent_app import build_client
     from temporalio.testing import WorkflowEnvironment
 
     from advisorchain.durable.temporal import TemporalAgent
+    from tests.durable.agent_app import build_client
 
     assert isinstance(temporal_env, WorkflowEnvironment)
     model, queue = f"pay-{uuid.uuid4().hex}", f"q-{uuid.uuid4().hex}"

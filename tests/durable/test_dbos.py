@@ -8,9 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agent_app import build_client
 from pydantic import BaseModel
-from scripted_server import FINAL, ScriptedServer
 
 from advisorchain import (
     AssistantMessage,
@@ -25,6 +23,8 @@ from advisorchain import (
 )
 from advisorchain.memory import InMemoryChatMemoryRepository, MessageWindowChatMemory
 from advisorchain.testing import ScriptedChatModel
+from tests.durable.agent_app import build_client
+from tests.support.agent_server import FINAL, ScriptedServer
 
 dbos = pytest.importorskip("dbos")
 

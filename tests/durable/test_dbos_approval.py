@@ -13,13 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agent_app import build_client
-from approval_checks import CALLS, assert_decided_once
-from scripted_server import FINAL, ScriptedServer
-from worker_processes import Workers
 
 from advisorchain import AssistantMessage, ChainConfigurationError, ChatClient, Denied, ToolCall, tool
 from advisorchain.testing import ScriptedChatModel
+from tests.durable.agent_app import build_client
+from tests.durable.approval_checks import CALLS, assert_decided_once
+from tests.durable.worker_processes import Workers
+from tests.support.agent_server import FINAL, ScriptedServer
 
 dbos = pytest.importorskip("dbos")
 

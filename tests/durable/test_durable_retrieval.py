@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
-from rag_app import build_rag_client, knowledge_store, searches
-from scripted_server import FINAL, ScriptedServer
-from worker_processes import Workers
 
 from advisorchain import ChatClient, ModelError
 from advisorchain.testing import FunctionChatModel
+from tests.durable.rag_app import build_rag_client, knowledge_store, searches
+from tests.durable.worker_processes import Workers
+from tests.support.agent_server import FINAL, ScriptedServer
 
 pytest.importorskip("apsw")  # the rag extra
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -217,12 +217,12 @@ async def test_temporal_a_killed_worker_resumes_without_searching_again(
     tool_file, knowledge, queries = tmp_path / "tools.txt", tmp_path / "kb.db", tmp_path / "queries.txt"
     target = temporal_env.client.service_client.config.target_host
     args = ("temporal", target, queue, server.base_url, model, str(tool_file), str(knowledge), str(queries))
-    first = workers.start(*args, script="rag_worker.py")
+    first = workers.start(*args, script="rag_worker")
     agent = TemporalAgent(build_rag_client(server.base_url, model, tool_file, knowledge, queries), name="ragcrash")
     handle = await agent.start(temporal_env.client, QUESTION, id=f"run-{model}", task_queue=queue)
     await asyncio.to_thread(server.wait_for, model, 2)
     workers.kill(first)
-    workers.start(*args, script="rag_worker.py")
+    workers.start(*args, script="rag_worker")
     result = await agent.result(handle)
 
     assert result.output == FINAL
@@ -241,10 +241,10 @@ async def test_dbos_a_killed_process_resumes_without_searching_again(
         tmp_path / "result.json",
     )
     common = (server.base_url, model, str(tool_file), str(knowledge), str(queries), str(result_file))
-    first = workers.start("dbos", system_db, "start", workflow_id, *common, script="rag_worker.py")
+    first = workers.start("dbos", system_db, "start", workflow_id, *common, script="rag_worker")
     await asyncio.to_thread(server.wait_for, model, 2)
     workers.kill(first)
-    second = workers.start("dbos", system_db, "finish", workflow_id, *common, script="rag_worker.py", wait_ready=False)
+    second = workers.start("dbos", system_db, "finish", workflow_id, *common, script="rag_worker", wait_ready=False)
     assert await asyncio.to_thread(second.wait, 60) == 0
 
     assert json.loads(result_file.read_text(encoding="utf-8")) == {"output": FINAL}

@@ -7,12 +7,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agent_app import build_client
 from pydantic import BaseModel
-from scripted_server import FINAL, ScriptedServer
 
 from advisorchain import AssistantMessage, ChatClient, ModelError, ToolCall, tool
 from advisorchain.testing import ScriptedChatModel
+from tests.durable.agent_app import build_client
+from tests.support.agent_server import FINAL, ScriptedServer
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 

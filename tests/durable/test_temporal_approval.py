@@ -11,11 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agent_app import build_client
-from approval_checks import CALLS, assert_decided_once
-from conftest import temporal_binary
-from scripted_server import FINAL, ScriptedServer
-from worker_processes import Workers
 
 from advisorchain import (
     Approved,
@@ -30,6 +25,11 @@ from advisorchain import (
     tool,
 )
 from advisorchain.testing import ScriptedChatModel
+from tests.durable.agent_app import build_client
+from tests.durable.approval_checks import CALLS, assert_decided_once
+from tests.durable.conftest import temporal_binary
+from tests.durable.worker_processes import Workers
+from tests.support.agent_server import FINAL, ScriptedServer
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 

@@ -1,7 +1,7 @@
 """A worker process for the crash tests: serves the test agent on Temporal or DBOS until killed.
 
-    python worker.py temporal TARGET TASK_QUEUE BASE_URL MODEL TOOL_FILE MEMORY_DB
-    python worker.py dbos SYSTEM_DB_URL start|finish WORKFLOW_ID BASE_URL MODEL TOOL_FILE MEMORY_DB RESULT_FILE
+    python -m tests.durable.worker temporal TARGET TASK_QUEUE BASE_URL MODEL TOOL_FILE MEMORY_DB
+    python -m tests.durable.worker dbos SYSTEM_DB_URL start|finish WORKFLOW_ID BASE_URL MODEL TOOL_FILE MEMORY_DB RESULT_FILE
 
 ``dbos ... start`` launches DBOS, starts the run and waits to be killed; ``dbos ... finish``
 launches DBOS (which resumes the pending run), waits for the run and writes its result as JSON.
@@ -20,9 +20,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from agent_app import build_client
+from tests.durable.agent_app import build_client
 
 AGENT_NAME = "crashtest"
 TIMEOUT = timedelta(seconds=10)

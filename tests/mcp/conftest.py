@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp_helpers import SCRIPTED, child_pids, mcp_threads, start_http, stop
 
 from advisorchain.mcp import McpServerHttp, McpServerStdio
 from advisorchain.tools import ToolDefinition
+from tests.support.mcp_helpers import SCRIPTED, child_pids, mcp_threads, start_http, stop
 
 
 @pytest.fixture

@@ -13,7 +13,6 @@ import time
 from typing import Any
 
 import pytest
-from mcp_helpers import PDF, PNG, SCRIPTED, WAV
 
 from advisorchain import (
     AssistantMessage,
@@ -26,6 +25,8 @@ from advisorchain import (
 from advisorchain.mcp import McpServerStdio, McpToolError
 from advisorchain.replay import Cassette, replay_anthropic_client, replay_openai_client
 from advisorchain.tools import tool_callbacks
+from tests.support.mcp_helpers import SCRIPTED
+from tests.support.mcp_scripted_server import PDF, PNG, WAV
 
 PNG_B64 = base64.b64encode(PNG).decode()
 

@@ -9,7 +9,6 @@ import sys
 import time
 
 import pytest
-from mcp_helpers import SCRIPTED, free_port
 
 from advisorchain import (
     AssistantMessage,
@@ -25,6 +24,7 @@ from advisorchain import (
 from advisorchain.errors import SyncInAsyncContextError
 from advisorchain.mcp import McpServerHttp, McpServerStdio, McpToolError
 from advisorchain.tools import tool_callbacks
+from tests.support.mcp_helpers import SCRIPTED, free_port
 
 
 def _run(server: object, *calls: ToolCall) -> list[str]:

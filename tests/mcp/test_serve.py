@@ -10,7 +10,6 @@ import threading
 from collections.abc import Iterator
 
 import pytest
-from mcp_helpers import SERVED, free_port, wait_for_port
 
 from advisorchain import (
     AssistantMessage,
@@ -23,6 +22,7 @@ from advisorchain import (
 )
 from advisorchain.mcp import McpServerHttp, McpServerStdio, McpToolError, agent_tool, aserve, mcp_server
 from advisorchain.tools import ToolCallback, ToolDefinition, ToolMetadata, tool_callbacks
+from tests.support.mcp_helpers import SERVED, free_port, wait_for_port
 
 
 @pytest.fixture(scope="module")

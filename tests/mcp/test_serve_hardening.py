@@ -13,7 +13,6 @@ from typing import Any
 import httpx2
 import mcp
 import pytest
-from mcp_helpers import free_port, wait_for_port
 
 import advisorchain
 from advisorchain import (
@@ -28,6 +27,7 @@ from advisorchain import (
 )
 from advisorchain.mcp import McpServerHttp, aserve, mcp_server
 from advisorchain.mcp.serve import _host_checks
+from tests.support.mcp_helpers import free_port, wait_for_port
 
 TOKEN = "s3cret-token"
 

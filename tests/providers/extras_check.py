@@ -11,9 +11,8 @@ import json
 import sys
 from typing import Any
 
-from loopback_server import WEATHER
-
 from advisorchain import ChatClient, tool
+from tests.support.loopback_server import WEATHER
 
 
 @tool

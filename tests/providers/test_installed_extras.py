@@ -28,11 +28,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from loopback_server import FINAL, loopback_server
+
+from tests.support.loopback_server import FINAL, loopback_server
 
 REPO = Path(__file__).resolve().parents[2]
 CACHE = REPO / ".extras-venvs"
-CHECK_SCRIPT = Path(__file__).resolve().parent / "extras_check.py"
+CHECK_MODULE = "tests.providers.extras_check"  # run from the repository root
 EXTRAS = {"openai": "anthropic", "anthropic": "openai"}  # extra -> the one it must not bring
 _LOWER_BOUND = re.compile(r"^\s*([A-Za-z0-9_.-]+)(\[[^\]]*\])?\s*>=\s*([^,;\s]+)")
 _OFFLINE = (
@@ -186,7 +187,8 @@ def test_an_extra_installed_alone_at_its_lower_bounds_runs_a_tool_loop(
     venv = _venv(installed, extra)
     with loopback_server() as server:
         done = subprocess.run(
-            [str(venv / "bin" / "python"), str(CHECK_SCRIPT), extra, server.url],
+            [str(venv / "bin" / "python"), "-m", CHECK_MODULE, extra, server.url],
+            cwd=REPO,
             capture_output=True,
             text=True,
             timeout=600,  # a bound for a hang: the check takes seconds

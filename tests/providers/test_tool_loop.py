@@ -7,13 +7,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from cassette_support import (
-    anthropic_view,
-    cassette_dir,
-    openai_view,
-    read,
-    recorded_body,
-)
 from pydantic import BaseModel
 
 from advisorchain.client import ChatClient
@@ -22,6 +15,13 @@ from advisorchain.model import ChatOptions, ChatResponse
 from advisorchain.models.anthropic import AnthropicChatModel
 from advisorchain.models.openai import OpenAIChatModel
 from advisorchain.replay import Cassette, load_cassette, replay_anthropic_client, replay_openai_client
+from tests.providers.cassette_support import (
+    anthropic_view,
+    cassette_dir,
+    openai_view,
+    read,
+    recorded_body,
+)
 
 pytest.importorskip("advisorchain.advisors.tool_calling", reason="the ToolCallingAdvisor is not there yet")
 tool: Any = getattr(pytest.importorskip("advisorchain.tools"), "tool", None)

@@ -181,7 +181,7 @@ def test_a_dimension_past_the_index_limit_is_served_by_exact_scans(dsn: str, adm
 _WORKER = """
 import json, sys
 sys.path.insert(0, {tests!r})
-from rag.conftest import WordsEmbeddingModel
+from tests.rag.conftest import WordsEmbeddingModel
 from advisorchain.rag import Document, PostgresVectorStore, SearchRequest
 
 class Unknown(WordsEmbeddingModel):  # no dimension until the first add: they race to record it
@@ -200,7 +200,7 @@ print(json.dumps({{"short": short}}))
 
 
 def test_many_processes_write_and_search_at_once_and_nothing_is_lost(dsn: str, admin: Any, table: str) -> None:
-    script = _WORKER.format(tests=str(Path(__file__).resolve().parent.parent))
+    script = _WORKER.format(tests=str(Path(__file__).resolve().parents[2]))
     workers = [
         subprocess.Popen([sys.executable, "-c", script, dsn, table, str(n)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         for n in range(4)

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from fault_server import FaultServer, running_server
+
+from tests.support.fault_server import FaultServer, running_server
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,11 @@ from __future__ import annotations
 import json
 
 import pytest
-from fault_server import (
+
+from advisorchain import ModelError, Prompt, UserMessage
+from advisorchain.model import ChatResponse
+from advisorchain.models.anthropic import AnthropicChatModel
+from tests.support.fault_server import (
     FaultServer,
     Pause,
     Reset,
@@ -17,10 +21,6 @@ from fault_server import (
     sse_frames,
     sse_reply,
 )
-
-from advisorchain import ModelError, Prompt, UserMessage
-from advisorchain.model import ChatResponse
-from advisorchain.models.anthropic import AnthropicChatModel
 
 TIMEOUT = 2.0
 """The read timeout: only a Stall (which never ends) may reach it; every other reply is sent at

@@ -10,7 +10,13 @@ import gc
 import threading
 
 import openai
-from fault_server import (
+
+from advisorchain import ChatClient, Prompt, UserMessage, tool
+from advisorchain.model import ChatModel
+from advisorchain.models._http.loops import LoopClients
+from advisorchain.models.anthropic import AnthropicChatModel
+from advisorchain.models.openai import OpenAIChatModel
+from tests.support.fault_server import (
     FaultServer,
     anthropic_text_events,
     json_reply,
@@ -19,12 +25,6 @@ from fault_server import (
     openai_tool_events,
     sse_reply,
 )
-
-from advisorchain import ChatClient, Prompt, UserMessage, tool
-from advisorchain.model import ChatModel
-from advisorchain.models._http.loops import LoopClients
-from advisorchain.models.anthropic import AnthropicChatModel
-from advisorchain.models.openai import OpenAIChatModel
 
 
 def _openai(server: FaultServer) -> OpenAIChatModel:

@@ -15,7 +15,22 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from fault_server import (
+
+from advisorchain import (
+    ContextLengthExceededError,
+    IncompleteAnswerError,
+    InvalidResponseError,
+    ModelConnectionError,
+    ModelError,
+    ModelStatusError,
+    ModelTimeoutError,
+    Prompt,
+    UserMessage,
+)
+from advisorchain.model import ChatModel
+from advisorchain.models.anthropic import AnthropicChatModel
+from advisorchain.models.openai import OpenAIChatModel, OpenAIResponsesChatModel
+from tests.support.fault_server import (
     FaultServer,
     Pause,
     Reset,
@@ -36,21 +51,6 @@ from fault_server import (
     responses_tool_events,
     sse_reply,
 )
-
-from advisorchain import (
-    ContextLengthExceededError,
-    IncompleteAnswerError,
-    InvalidResponseError,
-    ModelConnectionError,
-    ModelError,
-    ModelStatusError,
-    ModelTimeoutError,
-    Prompt,
-    UserMessage,
-)
-from advisorchain.model import ChatModel
-from advisorchain.models.anthropic import AnthropicChatModel
-from advisorchain.models.openai import OpenAIChatModel, OpenAIResponsesChatModel
 
 pytest.importorskip("aiohttp", reason="the aiohttp path needs the fast extra")
 

@@ -10,7 +10,13 @@ from typing import Any
 import httpx2
 import openai
 import pytest
-from fault_server import (
+
+from advisorchain import ModelError, Prompt, UserMessage, tool
+from advisorchain.model import ChatOptions
+from advisorchain.models._http.transport import AiohttpPath, SdkPath
+from advisorchain.models.anthropic import AnthropicChatModel
+from advisorchain.models.openai import OpenAIChatModel
+from tests.support.fault_server import (
     FaultServer,
     Received,
     anthropic_message,
@@ -20,12 +26,6 @@ from fault_server import (
     openai_text_events,
     sse_reply,
 )
-
-from advisorchain import ModelError, Prompt, UserMessage, tool
-from advisorchain.model import ChatOptions
-from advisorchain.models._http.transport import AiohttpPath, SdkPath
-from advisorchain.models.anthropic import AnthropicChatModel
-from advisorchain.models.openai import OpenAIChatModel
 
 pytest.importorskip("aiohttp", reason="the aiohttp path needs the fast extra")
 

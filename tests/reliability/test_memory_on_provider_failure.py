@@ -5,16 +5,6 @@ after the failed turn the stored conversation is exactly what it was before."""
 from __future__ import annotations
 
 import pytest
-from fault_server import (
-    FaultServer,
-    Reset,
-    Stall,
-    json_reply,
-    openai_completion,
-    openai_text_events,
-    openai_tool_events,
-    sse_reply,
-)
 
 from advisorchain import (
     ChatClient,
@@ -26,6 +16,16 @@ from advisorchain import (
     tool,
 )
 from advisorchain.models.openai import OpenAIChatModel
+from tests.support.fault_server import (
+    FaultServer,
+    Reset,
+    Stall,
+    json_reply,
+    openai_completion,
+    openai_text_events,
+    openai_tool_events,
+    sse_reply,
+)
 
 FAILURES = {
     "text cut short": sse_reply(openai_text_events("The answer is f", finish_reason=None), done=False),

@@ -7,14 +7,6 @@ import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
-from fault_server import (
-    FaultServer,
-    Reset,
-    json_reply,
-    openai_completion,
-    openai_text_events,
-    sse_reply,
-)
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -23,6 +15,14 @@ from advisorchain.model import ChatModel, ChatResponse, Generation
 from advisorchain.models import FallbackChatModel, RetryChatModel
 from advisorchain.models.openai import OpenAIChatModel
 from advisorchain.testing import FunctionChatModel, ScriptedChatModel
+from tests.support.fault_server import (
+    FaultServer,
+    Reset,
+    json_reply,
+    openai_completion,
+    openai_text_events,
+    sse_reply,
+)
 
 
 def _prompt() -> Prompt:

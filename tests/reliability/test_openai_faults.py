@@ -7,7 +7,11 @@ from __future__ import annotations
 import json
 
 import pytest
-from fault_server import (
+
+from advisorchain import ChatClient, ModelError, Prompt, UserMessage, tool
+from advisorchain.model import ChatOptions, ChatResponse
+from advisorchain.models.openai import OpenAIChatModel
+from tests.support.fault_server import (
     FaultServer,
     Pause,
     Reset,
@@ -21,10 +25,6 @@ from fault_server import (
     sse_frames,
     sse_reply,
 )
-
-from advisorchain import ChatClient, ModelError, Prompt, UserMessage, tool
-from advisorchain.model import ChatOptions, ChatResponse
-from advisorchain.models.openai import OpenAIChatModel
 
 TIMEOUT = 2.0
 """The read timeout: only a Stall (which never ends) may reach it; every other reply is sent at

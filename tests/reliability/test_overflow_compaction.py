@@ -8,8 +8,6 @@ import json
 from typing import Any
 
 import pytest
-from fault_server import FaultServer, json_reply
-from test_fault_parity import ADAPTERS, Adapter
 
 from advisorchain import (
     AssistantMessage,
@@ -21,6 +19,8 @@ from advisorchain import (
     MessageWindowChatMemory,
     UserMessage,
 )
+from tests.reliability.test_fault_parity import ADAPTERS, Adapter
+from tests.support.fault_server import FaultServer, json_reply
 
 SUMMARY = "Ada asked about Paris and Rome; both are sunny."
 EARLIER = [

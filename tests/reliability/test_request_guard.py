@@ -12,7 +12,6 @@ from collections.abc import Iterator
 import httpx2
 import openai
 import pytest
-from fault_server import FaultServer, json_reply, openai_completion, running_server
 
 from advisorchain import ModelError, Prompt, UserMessage
 from advisorchain.models._common import check_request_allowed, requests_forbidden
@@ -20,6 +19,7 @@ from advisorchain.models.anthropic import AnthropicChatModel
 from advisorchain.models.openai import OpenAIChatModel
 from advisorchain.testing import forbid_model_requests
 from advisorchain.testing import no_model_requests as no_model_requests  # the fixture, used below
+from tests.support.fault_server import FaultServer, json_reply, openai_completion, running_server
 
 PROMPT = Prompt([UserMessage("hi")])
 

@@ -3,21 +3,6 @@
 from typing import Any
 
 import pytest
-from toolloop_helpers import (
-    HOOKS,
-    INSIDE,
-    OUTSIDE,
-    Auditing,
-    Observer,
-    asks,
-    call_chain,
-    get_time,
-    get_weather,
-    lookup,
-    lookup_more,
-    prompt_with,
-    with_usage,
-)
 
 from advisorchain import (
     AssistantMessage,
@@ -42,6 +27,21 @@ from advisorchain.advisors.tool_calling import ToolCallingAdvisor
 from advisorchain.testing import ScriptedChatModel
 from advisorchain.tools.function import tool
 from advisorchain.tools.manager import ToolCallingManager, ToolExecutionResult
+from tests.tools.toolloop_helpers import (
+    HOOKS,
+    INSIDE,
+    OUTSIDE,
+    Auditing,
+    Observer,
+    asks,
+    call_chain,
+    get_time,
+    get_weather,
+    lookup,
+    lookup_more,
+    prompt_with,
+    with_usage,
+)
 
 WEATHER = ("w1", "get_weather", '{"city": "Oslo"}')
 TIME = ("t1", "get_time", '{"city": "Oslo"}')

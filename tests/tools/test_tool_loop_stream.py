@@ -6,21 +6,6 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from toolloop_helpers import (
-    HOOKS,
-    INSIDE,
-    OUTSIDE,
-    Auditing,
-    Observer,
-    asks,
-    collect,
-    get_time,
-    get_weather,
-    lookup,
-    prompt_with,
-    stream_chain,
-    with_usage,
-)
 
 from advisorchain import (
     AssistantMessage,
@@ -42,6 +27,21 @@ from advisorchain.advisors.tool_calling import ToolCallingAdvisor
 from advisorchain.testing import FunctionChatModel, ScriptedChatModel
 from advisorchain.tools.function import tool
 from advisorchain.tools.manager import ToolCallingManager
+from tests.tools.toolloop_helpers import (
+    HOOKS,
+    INSIDE,
+    OUTSIDE,
+    Auditing,
+    Observer,
+    asks,
+    collect,
+    get_time,
+    get_weather,
+    lookup,
+    prompt_with,
+    stream_chain,
+    with_usage,
+)
 
 WEATHER = ("w1", "get_weather", '{"city": "Oslo"}')
 TIME = ("t1", "get_time", '{"city": "Oslo"}')

@@ -4,15 +4,13 @@ documents it retrieved and the ones the answer cites reach the page with the tur
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import httpx2 as httpx
 import pytest
-from web_helpers import COMMAND, events, named, web, web_env
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
-from held_server import held_server
+from tests.support.held_server import held_server
+from tests.web.web_helpers import COMMAND, events, named, web, web_env
 
 pytest.importorskip("apsw")  # the rag extra
 

@@ -11,14 +11,8 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).parent
-SCRIPTED = str(HERE / "scripted_server.py")
-SERVED = str(HERE / "served_tools.py")
-
-# Media the scripted server returns: bytes that are not text, so that a base64 copy of them would
-# show in a text if one leaked.
-PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4
-WAV = b"RIFF\x24\x00\x00\x00WAVEfmt " + bytes(range(200))
-PDF = b"%PDF-1.4\n" + bytes(range(100))
+SCRIPTED = str(HERE / "mcp_scripted_server.py")
+SERVED = str(HERE / "mcp_served_tools.py")
 
 
 def free_port() -> int:

@@ -24,7 +24,12 @@ from mcp.types import (
     TextResourceContents,
     ToolAnnotations,
 )
-from mcp_helpers import PDF, PNG, WAV
+
+# Media the scripted server returns: bytes that are not text, so that a base64 copy of them would
+# show in a text if one leaked.
+PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4
+WAV = b"RIFF\x24\x00\x00\x00WAVEfmt " + bytes(range(200))
+PDF = b"%PDF-1.4\n" + bytes(range(100))
 
 server = MCPServer("scripted", version="1.0", log_level="WARNING")
 
