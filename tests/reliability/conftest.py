@@ -1,4 +1,4 @@
-"""Fixtures shared by the reliability tests: the fault server, and both ways a request travels."""
+"""Fixtures shared by the reliability tests: the scripted server (tests.support.openai_server), and both ways a request travels."""
 
 from __future__ import annotations
 
@@ -6,19 +6,19 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.support.fault_server import FaultServer, running_server
+from tests.support.openai_server import ScriptedServer, running_server
 
 
 @pytest.fixture(scope="module")
-def _server() -> Iterator[FaultServer]:
-    """One fault server per test module (started once: it is cheap to reset, not to start)."""
+def _server() -> Iterator[ScriptedServer]:
+    """One scripted server per test module (started once: it is cheap to reset, not to start)."""
     with running_server() as server:
         yield server
 
 
 @pytest.fixture
-def server(_server: FaultServer) -> FaultServer:
-    """The module's fault server with no queued replies and no recorded requests."""
+def server(_server: ScriptedServer) -> ScriptedServer:
+    """The module's scripted server with no queued replies and no recorded requests."""
     _server.reset()
     return _server
 

@@ -16,16 +16,8 @@ from advisorchain import (
     tool,
 )
 from advisorchain.models.openai import OpenAIChatModel
-from tests.support.fault_server import (
-    FaultServer,
-    Reset,
-    Stall,
-    json_reply,
-    openai_completion,
-    openai_text_events,
-    openai_tool_events,
-    sse_reply,
-)
+from tests.support.openai_server import Reset, ScriptedServer, Stall, json_reply, sse_reply
+from tests.support.payloads import openai_completion, openai_text_events, openai_tool_events
 
 FAILURES = {
     "text cut short": sse_reply(openai_text_events("The answer is f", finish_reason=None), done=False),
@@ -51,7 +43,7 @@ def lookup(key: str) -> str:
     return f"value of {key}"
 
 
-def _client(server: FaultServer) -> tuple[ChatClient, MessageWindowChatMemory]:
+def _client(server: ScriptedServer) -> tuple[ChatClient, MessageWindowChatMemory]:
     memory = MessageWindowChatMemory(InMemoryChatMemoryRepository())
     model = OpenAIChatModel(
         "fault-model", base_url=server.url + "/v1", api_key="k", max_retries=0, timeout=2.0
@@ -59,13 +51,13 @@ def _client(server: FaultServer) -> tuple[ChatClient, MessageWindowChatMemory]:
     return ChatClient(model, default_advisors=[MessageChatMemoryAdvisor(memory)]), memory
 
 
-async def _first_turn(server: FaultServer, client: ChatClient) -> None:
+async def _first_turn(server: ScriptedServer, client: ChatClient) -> None:
     server.queue(json_reply(200, openai_completion("Hello Ada.")))
     assert await client.prompt("I'm Ada.").acall().content() == "Hello Ada."
 
 
 @pytest.mark.parametrize("failure", FAILURES.values(), ids=FAILURES.keys())
-async def test_no_part_of_a_failed_streamed_answer_is_stored(server: FaultServer, failure: list) -> None:  # type: ignore[type-arg]
+async def test_no_part_of_a_failed_streamed_answer_is_stored(server: ScriptedServer, failure: list) -> None:  # type: ignore[type-arg]
     client, memory = _client(server)
     await _first_turn(server, client)
     before = memory.get("default")
@@ -82,7 +74,7 @@ async def test_no_part_of_a_failed_streamed_answer_is_stored(server: FaultServer
 
 @pytest.mark.parametrize("failure", FAILURES.values(), ids=FAILURES.keys())
 async def test_a_failed_stream_leaves_the_stored_conversation_unchanged(
-    server: FaultServer, failure: list
+    server: ScriptedServer, failure: list
 ) -> None:  # type: ignore[type-arg]
     client, memory = _client(server)
     await _first_turn(server, client)
@@ -98,7 +90,7 @@ async def test_a_failed_stream_leaves_the_stored_conversation_unchanged(
 
 @pytest.mark.parametrize("failure", CALL_FAILURES.values(), ids=CALL_FAILURES.keys())
 async def test_a_failed_call_leaves_the_stored_conversation_unchanged(
-    server: FaultServer, failure: list
+    server: ScriptedServer, failure: list
 ) -> None:  # type: ignore[type-arg]
     client, memory = _client(server)
     await _first_turn(server, client)
@@ -111,7 +103,7 @@ async def test_a_failed_call_leaves_the_stored_conversation_unchanged(
     assert memory.get("default") == before
 
 
-async def test_the_conversation_continues_after_a_failed_turn(server: FaultServer) -> None:
+async def test_the_conversation_continues_after_a_failed_turn(server: ScriptedServer) -> None:
     client, _memory = _client(server)
     await _first_turn(server, client)
     server.queue(FAILURES["text cut short"])
