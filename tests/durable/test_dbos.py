@@ -24,7 +24,8 @@ from advisorchain import (
 from advisorchain.memory import InMemoryChatMemoryRepository, MessageWindowChatMemory
 from advisorchain.testing import ScriptedChatModel
 from tests.durable.agent_app import build_client
-from tests.support.agent_server import FINAL, ScriptedServer
+from tests.support.openai_server import ScriptedServer
+from tests.support.scripts import AGENT_FINAL
 
 dbos = pytest.importorskip("dbos")
 
@@ -67,9 +68,9 @@ async def test_a_streamed_run_delivers_the_chunks_live_and_the_workflow_one_resp
     result = await agent.result("s1")
     steps = [s["function_name"] for s in await DBOS.list_workflow_steps_async("s1")]
 
-    assert "".join(c.text or "" for c in chunks) == FINAL
+    assert "".join(c.text or "" for c in chunks) == AGENT_FINAL
     assert [c.result.output.tool_calls[0].name for c in chunks if c.has_tool_calls()] == ["record", "record"]
-    assert result.output == FINAL
+    assert result.output == AGENT_FINAL
     assert (tmp_path / "t.txt").read_text().split() == ["1", "2"]
     assert all(b["stream"] for b in server.bodies if b["model"] == model)
     assert steps.count("streamer.model") == 3  # one recorded (aggregated) response per round

@@ -19,7 +19,8 @@ from advisorchain.testing import ScriptedChatModel
 from tests.durable.agent_app import build_client
 from tests.durable.approval_checks import CALLS, assert_decided_once
 from tests.durable.worker_processes import Workers
-from tests.support.agent_server import FINAL, ScriptedServer
+from tests.support.openai_server import ScriptedServer
+from tests.support.scripts import AGENT_FINAL
 
 dbos = pytest.importorskip("dbos")
 
@@ -84,7 +85,7 @@ async def test_a_run_waits_for_decisions_then_runs_the_approved_call_and_answers
     await _close(agent)
 
     assert pending == CALLS
-    assert result.output == FINAL
+    assert result.output == AGENT_FINAL
     assert after == ()
     assert_decided_once(server, model, tmp_path / "tools.txt", tmp_path / "memory.sqlite")
 
@@ -151,8 +152,8 @@ async def test_a_streamed_run_ends_its_stream_waiting_for_approval_and_streams_o
 
     assert first[-1].metadata.finish_reason == "approvalRequired"
     assert tuple(first[-1].result.output.tool_calls) == CALLS
-    assert "".join(c.text or "" for c in rest) == FINAL
-    assert result.output == FINAL
+    assert "".join(c.text or "" for c in rest) == AGENT_FINAL
+    assert result.output == AGENT_FINAL
     assert_decided_once(server, model, tmp_path / "tools.txt", tmp_path / "memory.sqlite")
 
 
@@ -176,7 +177,7 @@ async def test_an_approval_waits_across_a_relaunched_dbos_runtime(
         DBOS.destroy(destroy_registry=True)
 
     assert pending == CALLS
-    assert result.output == FINAL
+    assert result.output == AGENT_FINAL
     assert_decided_once(server, model, tmp_path / "tools.txt", tmp_path / "memory.sqlite")
 
 
@@ -195,5 +196,5 @@ async def test_an_approval_waits_across_a_killed_process(
     second = workers.start("dbos", system_db, "decide", workflow_id, *common, wait_ready=False)
     assert await asyncio.to_thread(second.wait, 600) == 0
 
-    assert json.loads(result_file.read_text(encoding="utf-8")) == {"output": FINAL}
+    assert json.loads(result_file.read_text(encoding="utf-8")) == {"output": AGENT_FINAL}
     assert_decided_once(server, model, tool_file, memory_db)

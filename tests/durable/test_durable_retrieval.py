@@ -19,7 +19,8 @@ from advisorchain import ChatClient, ModelError
 from advisorchain.testing import FunctionChatModel
 from tests.durable.rag_app import build_rag_client, knowledge_store, searches
 from tests.durable.worker_processes import Workers
-from tests.support.agent_server import FINAL, ScriptedServer
+from tests.support.openai_server import ScriptedServer
+from tests.support.scripts import AGENT_FINAL, round_counts, wait_for_round
 
 pytest.importorskip("apsw")  # the rag extra
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -203,7 +204,7 @@ async def test_dbos_an_embedding_models_failure_is_a_model_error_before_any_mode
 
 def _assert_searched_once_and_every_round_saw_the_documents(server: ScriptedServer, model: str, queries: Path) -> None:
     assert searches(queries) == [QUESTION]  # recorded before the kill, never repeated
-    assert (server.counts[(model, 1)], server.counts[(model, 2)], server.counts[(model, 3)]) == (1, 2, 1)
+    assert (round_counts(server)[(model, 1)], round_counts(server)[(model, 2)], round_counts(server)[(model, 3)]) == (1, 2, 1)
     users = [b["messages"][0]["content"] for b in server.bodies if b["model"] == model]
     assert len(users) == 4 and all("E1054 holds back old WAL files" in u for u in users)
 
@@ -220,12 +221,12 @@ async def test_temporal_a_killed_worker_resumes_without_searching_again(
     first = workers.start(*args, script="rag_worker")
     agent = TemporalAgent(build_rag_client(server.base_url, model, tool_file, knowledge, queries), name="ragcrash")
     handle = await agent.start(temporal_env.client, QUESTION, id=f"run-{model}", task_queue=queue)
-    await asyncio.to_thread(server.wait_for, model, 2)
+    await asyncio.to_thread(wait_for_round, server, model, 2)
     workers.kill(first)
     workers.start(*args, script="rag_worker")
     result = await agent.result(handle)
 
-    assert result.output == FINAL
+    assert result.output == AGENT_FINAL
     _assert_searched_once_and_every_round_saw_the_documents(server, model, queries)
     assert tool_file.read_text().split() == ["1", "2"]
 
@@ -242,11 +243,11 @@ async def test_dbos_a_killed_process_resumes_without_searching_again(
     )
     common = (server.base_url, model, str(tool_file), str(knowledge), str(queries), str(result_file))
     first = workers.start("dbos", system_db, "start", workflow_id, *common, script="rag_worker")
-    await asyncio.to_thread(server.wait_for, model, 2)
+    await asyncio.to_thread(wait_for_round, server, model, 2)
     workers.kill(first)
     second = workers.start("dbos", system_db, "finish", workflow_id, *common, script="rag_worker", wait_ready=False)
     assert await asyncio.to_thread(second.wait, 60) == 0
 
-    assert json.loads(result_file.read_text(encoding="utf-8")) == {"output": FINAL}
+    assert json.loads(result_file.read_text(encoding="utf-8")) == {"output": AGENT_FINAL}
     _assert_searched_once_and_every_round_saw_the_documents(server, model, queries)
     assert tool_file.read_text().split() == ["1", "2"]

@@ -12,7 +12,8 @@ from pydantic import BaseModel
 from advisorchain import AssistantMessage, ChatClient, ModelError, ToolCall, tool
 from advisorchain.testing import ScriptedChatModel
 from tests.durable.agent_app import build_client
-from tests.support.agent_server import FINAL, ScriptedServer
+from tests.support.openai_server import ScriptedServer
+from tests.support.scripts import AGENT_FINAL
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -57,9 +58,9 @@ async def test_a_streamed_run_delivers_the_chunks_live_and_the_workflow_one_resp
         if e.HasField("activity_task_scheduled_event_attributes")
     ]
 
-    assert "".join(c.text or "" for c in chunks) == FINAL
+    assert "".join(c.text or "" for c in chunks) == AGENT_FINAL
     assert [c.result.output.tool_calls[0].name for c in chunks if c.has_tool_calls()] == ["record", "record"]
-    assert result.output == FINAL
+    assert result.output == AGENT_FINAL
     assert all(b["stream"] for b in server.bodies if b["model"] == model)
     assert scheduled.count("streamer.model") == 3  # one recorded (aggregated) response per round
 

@@ -29,7 +29,8 @@ from tests.durable.agent_app import build_client
 from tests.durable.approval_checks import CALLS, assert_decided_once
 from tests.durable.conftest import temporal_binary
 from tests.durable.worker_processes import Workers
-from tests.support.agent_server import FINAL, ScriptedServer
+from tests.support.openai_server import ScriptedServer
+from tests.support.scripts import AGENT_FINAL
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -88,7 +89,7 @@ async def test_a_run_waits_for_decisions_then_runs_the_approved_call_and_answers
     await _close(agent)
 
     assert pending == CALLS
-    assert result.output == FINAL
+    assert result.output == AGENT_FINAL
     assert after == ()
     assert_decided_once(server, model, tmp_path / "tools.txt", tmp_path / "memory.sqlite")
 
@@ -201,8 +202,8 @@ async def test_a_streamed_run_ends_its_stream_waiting_for_approval_and_streams_o
 
     assert first[-1].metadata.finish_reason == "approvalRequired"
     assert tuple(first[-1].result.output.tool_calls) == CALLS
-    assert "".join(c.text or "" for c in rest) == FINAL
-    assert result.output == FINAL
+    assert "".join(c.text or "" for c in rest) == AGENT_FINAL
+    assert result.output == AGENT_FINAL
     assert_decided_once(server, model, tmp_path / "tools.txt", tmp_path / "memory.sqlite")
 
 
@@ -224,7 +225,7 @@ async def test_an_approval_waits_across_a_killed_worker(
     await agent.decide(handle, DECISIONS)
     result = await agent.result(handle)
 
-    assert result.output == FINAL
+    assert result.output == AGENT_FINAL
     assert_decided_once(server, model, tool_file, memory_db)
 
 
@@ -279,7 +280,7 @@ async def test_an_approval_waits_across_a_restarted_temporal_server(
         result = await agent.result(handle)
 
     assert pending == CALLS
-    assert result.output == FINAL
+    assert result.output == AGENT_FINAL
     assert_decided_once(server, model, tool_file, memory_db)
 
 
