@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.judge_server import judge_server
+from tests.support.openai_server import running_server
 from tests.support.panes import Pane, find_tmux
+from tests.support.scripts import judge
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -49,10 +50,10 @@ def test_a_slow_agent_shows_progress_then_the_table_and_exit_code(
         ),
         encoding="utf-8",
     )
-    with judge_server() as judge:
+    with running_server(judge) as judge_server:
         pane = evaluate(
             f"{shlex.quote(str(cases))} --model openai:weather+lat400 --base-url {server_url} "
-            f"--tools cli_tools:get_weather --concurrency 1 --judge openai:judge --judge-base-url {judge}"
+            f"--tools cli_tools:get_weather --concurrency 1 --judge openai:judge --judge-base-url {judge_server.base_url}"
         )
         frames = pane.wait_for(_exited)  # panes.WAIT: a bound for a hang on a busy machine
     progress = [line for frame in frames for line in frame if line.startswith("evaluating")]

@@ -12,7 +12,7 @@ import sys
 from typing import Any
 
 from advisorchain import ChatClient, tool
-from tests.support.loopback_server import WEATHER
+from tests.support.scripts import WEATHER
 
 
 @tool

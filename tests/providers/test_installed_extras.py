@@ -29,7 +29,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.loopback_server import FINAL, loopback_server
+from tests.support.openai_server import running_server
+from tests.support.scripts import LOOP_FINAL, tool_loop
 
 REPO = Path(__file__).resolve().parents[2]
 CACHE = REPO / ".extras-venvs"
@@ -185,7 +186,7 @@ def test_an_extra_installed_alone_at_its_lower_bounds_runs_a_tool_loop(
     installed: dict[str, Path | str], extra: str
 ) -> None:
     venv = _venv(installed, extra)
-    with loopback_server() as server:
+    with running_server(tool_loop) as server:
         done = subprocess.run(
             [str(venv / "bin" / "python"), "-m", CHECK_MODULE, extra, server.url],
             cwd=REPO,
@@ -198,7 +199,7 @@ def test_an_extra_installed_alone_at_its_lower_bounds_runs_a_tool_loop(
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout.strip().splitlines()[-1])
     adapters = ("chat", "responses") if extra == "openai" else ("messages",)
-    assert report["answers"] == {f"{a}/{mode}": FINAL for a in adapters for mode in ("call", "stream")}
+    assert report["answers"] == {f"{a}/{mode}": LOOP_FINAL for a in adapters for mode in ("call", "stream")}
     assert report["versions"] == {
         **{p: None for p in ("openai", "anthropic", "httpx2")},
         **lower_bounds(extra),

@@ -17,7 +17,7 @@ from advisorchain.model import ChatModel, Prompt
 from advisorchain.models.anthropic import AnthropicChatModel
 from advisorchain.models.openai import OpenAIChatModel, OpenAIResponsesChatModel
 from advisorchain.replay import Cassette, replay_anthropic_client, replay_openai_client
-from tests.support.loopback_server import scripted_answer
+from tests.support.scripts import scripted_answer
 
 PNG = b"\x89PNG\r\n\x1a\nfake-image"
 PDF = b"%PDF-1.7 fake document"
