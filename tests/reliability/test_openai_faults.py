@@ -17,12 +17,12 @@ from tests.support.openai_server import (
     ScriptedServer,
     Send,
     Stall,
-    closed_port,
     json_reply,
     sse_frames,
     sse_reply,
 )
 from tests.support.payloads import openai_completion, openai_text_events, openai_tool_events
+from tests.support.processes import free_port
 
 TIMEOUT = 2.0
 """The read timeout: only a Stall (which never ends) may reach it; every other reply is sent at
@@ -280,7 +280,7 @@ async def test_a_reset_inside_a_stream_is_a_connection_error_mid_stream(server: 
 
 
 async def test_a_refused_connection_names_the_refusal_and_the_url() -> None:
-    url = f"http://127.0.0.1:{closed_port()}/v1"
+    url = f"http://127.0.0.1:{free_port()}/v1"
     model = OpenAIChatModel("m", base_url=url, api_key="k", max_retries=0, timeout=TIMEOUT)
 
     with pytest.raises(ModelError, match="connection refused") as caught:

@@ -47,7 +47,6 @@ __all__ = [
     "Stall",
     "Step",
     "chunk_frames",
-    "closed_port",
     "json_reply",
     "raw_reply",
     "running_server",
@@ -403,9 +402,3 @@ def running_server(script: Script | None = None) -> Iterator[ScriptedServer]:
     finally:
         server.close()
 
-
-def closed_port() -> int:
-    """A loopback port nothing listens on (connections to it are refused)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
