@@ -6,7 +6,6 @@ by ADVISORCHAIN_TEST_POSTGRES_DSN, and worker subprocesses that tests may SIGKIL
 
 from __future__ import annotations
 
-import os
 import sysconfig
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -18,11 +17,10 @@ import pytest_asyncio
 from tests.durable.worker_processes import Workers
 from tests.support.openai_server import ScriptedServer, running_server
 from tests.support.scripts import AgentRounds
+from tests.support.services import POSTGRES_ENV, service_url
 
 pytest.importorskip("temporalio")
 pytest.importorskip("dbos")
-
-POSTGRES_ENV = "ADVISORCHAIN_TEST_POSTGRES_DSN"
 
 
 @pytest.fixture(scope="session")
@@ -53,14 +51,8 @@ async def temporal_env() -> AsyncIterator[object]:
 
 
 def postgres_url(name: str) -> str:
-    dsn = os.environ.get(POSTGRES_ENV)
-    if not dsn:
-        reason = f'{POSTGRES_ENV} is not set; start the servers with: eval "$(scripts/services.sh start)"'
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"CI=true requires the real server: {reason}")
-        pytest.skip(reason)
-    base = dsn.rsplit("/", 1)[0]
-    return f"{base}/{name}"
+    """The URL of database ``name`` on the test PostgreSQL server."""
+    return f"{service_url(POSTGRES_ENV).rsplit('/', 1)[0]}/{name}"
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

@@ -1,4 +1,5 @@
-"""Fixtures shared by the reliability tests: the scripted server (tests.support.openai_server), and both ways a request travels."""
+"""Fixtures shared by the reliability tests: the scripted server (``tests.support.openai_server``),
+both ways a request travels, and every chat-memory repository (``tests.support.memory_backends``)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.support.memory_backends import make_backend  # noqa: F401 (a fixture)
 from tests.support.openai_server import ScriptedServer, running_server
 
 

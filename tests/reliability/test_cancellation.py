@@ -23,9 +23,7 @@ from advisorchain.advisors.api import CallAdvisorChain, ChatClientResponse, Stre
 from advisorchain.model import Prompt
 from advisorchain.testing import FunctionChatModel, stream_chunks
 from advisorchain.tools import tool
-from tests.reliability import memory_support
 from tests.reliability.memory_support import (
-    BACKENDS,
     agent_client,
     agent_reply,
     check_whole_turns,
@@ -34,8 +32,8 @@ from tests.reliability.memory_support import (
     turns_of,
     window,
 )
+from tests.support.memory_backends import BACKENDS
 
-make_backend = memory_support.make_backend  # the repository fixtures of tests/memory
 CID = ChatMemory.CONVERSATION_ID
 POINTS = [
     "before-turn",  # in an advisor outside everything, before memory is read

@@ -16,18 +16,9 @@ import pytest
 
 from advisorchain import ChatMemory
 from advisorchain.testing import FunctionChatModel
-from tests.reliability import memory_support
-from tests.reliability.memory_support import (
-    BACKENDS,
-    PERSISTENT_BACKENDS,
-    agent_client,
-    agent_reply,
-    check_whole_turns,
-    question,
-    window,
-)
+from tests.reliability.memory_support import agent_client, agent_reply, check_whole_turns, question, window
+from tests.support.memory_backends import BACKENDS, PERSISTENT_BACKENDS
 
-make_backend = memory_support.make_backend  # the repository fixtures of tests/memory
 ROOT = Path(__file__).resolve().parents[2]
 CID = ChatMemory.CONVERSATION_ID
 
