@@ -30,9 +30,9 @@ from ..tools import (
     ToolCallback,
     ToolContext,
     ToolDefinition,
-    ToolMetadata,
     tool_callbacks,
 )
+from ..tools._callbacks import FixedTool
 
 __all__ = ["Transport", "agent_tool", "aserve", "mcp_server", "serve"]
 
@@ -46,23 +46,13 @@ _AGENT_SCHEMA: dict[str, Any] = {
 }
 
 
-class _AgentTool:
-    """A ChatClient as a tool: the question goes to ``client.prompt(question)``, the answer back."""
+class _AgentTool(FixedTool):
+    """A ChatClient as a tool: the question (``{"question": str}``) goes to
+    ``client.prompt(question)``, the agent's text answer back."""
 
     def __init__(self, client: ChatClient, name: str, description: str) -> None:
+        super().__init__(ToolDefinition(name, description, _AGENT_SCHEMA))
         self._client = client
-        self._definition = ToolDefinition(name, description, _AGENT_SCHEMA)
-        self._metadata = ToolMetadata()
-
-    @property
-    def definition(self) -> ToolDefinition:
-        """``{"question": str}`` in, the agent's text answer out."""
-        return self._definition
-
-    @property
-    def metadata(self) -> ToolMetadata:
-        """Default metadata."""
-        return self._metadata
 
     async def call(self, arguments: str, context: ToolContext | None) -> str:
         """Ask the agent the ``question`` and return its answer."""
