@@ -4,13 +4,10 @@ from the provider makes it do."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from opentelemetry import trace
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from advisorchain import (
@@ -45,24 +42,6 @@ BIG_HISTORY: list[Message] = [
     UserMessage(text(40, "u2")),
     AssistantMessage(text(40, "a2")),
 ]
-
-_exporter = InMemorySpanExporter()
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _provider() -> None:
-    if not isinstance(trace.get_tracer_provider(), TracerProvider):
-        trace.set_tracer_provider(TracerProvider())
-    provider = trace.get_tracer_provider()
-    assert isinstance(provider, TracerProvider)
-    provider.add_span_processor(SimpleSpanProcessor(_exporter))
-
-
-@pytest.fixture
-def spans() -> Iterator[InMemorySpanExporter]:
-    _exporter.clear()
-    yield _exporter
-
 
 def client(provider: Provider, advisor: ContextCompactionAdvisor, **kwargs: Any) -> ChatClient:
     return ChatClient(provider.model, default_advisors=[advisor], default_tools=[lookup], **kwargs)

@@ -35,7 +35,7 @@ from advisorchain import (
 )
 from advisorchain.evaluation import CaseResult, EvaluationReport, EvaluatorTotals
 from advisorchain.memory import ChatMemory
-from tests.evaluation.eval_helpers import span_exporter
+from tests.support.spans import span_exporter
 
 CAPITALS = {"France": "Paris", "Japan": "Tokyo", "Italy": "Rome"}
 CASES = [

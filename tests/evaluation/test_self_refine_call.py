@@ -27,7 +27,8 @@ from advisorchain import (
     tool,
 )
 from advisorchain.memory import ChatMemory
-from tests.evaluation.eval_helpers import BAD, GOOD, QUESTION, Judge, answer, span_exporter, tool_round
+from tests.evaluation.eval_helpers import BAD, GOOD, QUESTION, Judge, answer, tool_round
+from tests.support.spans import span_exporter
 
 TEMPLATE = SelfRefineEvaluationAdvisor.DEFAULT_FEEDBACK_TEMPLATE
 
