@@ -12,7 +12,6 @@ from advisorchain import (
     MessageChatMemoryAdvisor,
     MessageWindowChatMemory,
     ModelError,
-    UserMessage,
     tool,
 )
 from advisorchain.models.openai import OpenAIChatModel
@@ -56,49 +55,28 @@ async def _first_turn(server: ScriptedServer, client: ChatClient) -> None:
     assert await client.prompt("I'm Ada.").acall().content() == "Hello Ada."
 
 
-@pytest.mark.parametrize("failure", FAILURES.values(), ids=FAILURES.keys())
-async def test_no_part_of_a_failed_streamed_answer_is_stored(server: ScriptedServer, failure: list) -> None:  # type: ignore[type-arg]
+FAILED_TURNS = [
+    *(pytest.param("stream", failure, id=f"stream, {name}") for name, failure in FAILURES.items()),
+    *(pytest.param("call", failure, id=f"call, {name}") for name, failure in CALL_FAILURES.items()),
+]
+
+
+@pytest.mark.parametrize(("path", "failure"), FAILED_TURNS)
+async def test_a_failed_turn_leaves_the_stored_conversation_unchanged(
+    server: ScriptedServer, path: str, failure: list  # type: ignore[type-arg]
+) -> None:
+    """No part of the failed answer is stored, nor the question: the conversation is as before."""
     client, memory = _client(server)
     await _first_turn(server, client)
     before = memory.get("default")
     server.queue(failure)
 
     with pytest.raises(ModelError):
-        async for _ in client.prompt("What is my name?").tools(lookup).astream().content():
-            pass
-
-    after = memory.get("default")
-    assert after[: len(before)] == before
-    assert after[len(before) :] in ([], [UserMessage("What is my name?")])
-
-
-@pytest.mark.parametrize("failure", FAILURES.values(), ids=FAILURES.keys())
-async def test_a_failed_stream_leaves_the_stored_conversation_unchanged(
-    server: ScriptedServer, failure: list
-) -> None:  # type: ignore[type-arg]
-    client, memory = _client(server)
-    await _first_turn(server, client)
-    before = memory.get("default")
-    server.queue(failure)
-
-    with pytest.raises(ModelError):
-        async for _ in client.prompt("What is my name?").tools(lookup).astream().content():
-            pass
-
-    assert memory.get("default") == before
-
-
-@pytest.mark.parametrize("failure", CALL_FAILURES.values(), ids=CALL_FAILURES.keys())
-async def test_a_failed_call_leaves_the_stored_conversation_unchanged(
-    server: ScriptedServer, failure: list
-) -> None:  # type: ignore[type-arg]
-    client, memory = _client(server)
-    await _first_turn(server, client)
-    before = memory.get("default")
-    server.queue(failure)
-
-    with pytest.raises(ModelError):
-        await client.prompt("What is my name?").acall().content()
+        if path == "stream":
+            async for _ in client.prompt("What is my name?").tools(lookup).astream().content():
+                pass
+        else:
+            await client.prompt("What is my name?").acall().content()
 
     assert memory.get("default") == before
 
