@@ -411,21 +411,15 @@ def test_the_summary_usage_of_the_chains_model_joins_the_response_usage() -> Non
 # -- failures ------------------------------------------------------------------------------------
 
 
-def test_a_blank_summary_is_an_error_and_the_model_is_not_called() -> None:
-    provider = Provider(["never"], summaries=["   "])
+@pytest.mark.parametrize(
+    ("summary", "said"),
+    [("   ", "returned no text"), (ModelError("summarizer down"), "summarizer down")],
+    ids=["a blank summary", "a failing summarizer"],
+)
+def test_no_summary_fails_the_call_and_the_model_is_not_called(summary: object, said: str) -> None:
+    provider = Provider(["never"], summaries=[summary])
 
-    with pytest.raises(ModelError, match="returned no text"):
-        client(provider, ContextCompactionAdvisor(max_tokens=40)).prompt().messages(HISTORY).user(
-            QUESTION.text
-        ).call().content()
-
-    assert provider.prompts == []
-
-
-def test_a_failing_summarizer_fails_the_call() -> None:
-    provider = Provider(["never"], summaries=[ModelError("summarizer down")])
-
-    with pytest.raises(ModelError, match="summarizer down"):
+    with pytest.raises(ModelError, match=said):
         client(provider, ContextCompactionAdvisor(max_tokens=40)).prompt().messages(HISTORY).user(
             QUESTION.text
         ).call().content()
