@@ -172,10 +172,10 @@ SUPPORT = TESTS / "support"
 def _test_imports(path: Path) -> set[str]:
     """The ``tests...`` modules the file at ``path`` imports."""
     module = ".".join(path.relative_to(TESTS.parent).with_suffix("").parts)
-    return tests_imported_by(path.read_text(), module)
+    return imported_test_modules(path.read_text(), module)
 
 
-def tests_imported_by(text: str, module: str) -> set[str]:
+def imported_test_modules(text: str, module: str) -> set[str]:
     """The ``tests...`` modules that the source ``text`` of ``module`` imports (absolute or relative,
     wherever the import stands)."""
     found: set[str] = set()
@@ -207,7 +207,7 @@ def test_the_import_finder_sees_relative_and_absolute_test_imports() -> None:
         "import json\nfrom advisorchain import tool\nfrom tests.web import web_helpers\n"
         "def f():\n    from ..durable import engines\nimport tests.cli.conftest\nfrom . import spans\n"
     )
-    assert tests_imported_by(text, "tests.support.x") == {
+    assert imported_test_modules(text, "tests.support.x") == {
         "tests.web",
         "tests.durable",
         "tests.cli.conftest",
