@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from advisorchain.testing import forbid_model_requests
+from tests.support.spans import spans  # noqa: F401 (a fixture: the spans a test finished)
 
 settings.register_profile("advisorchain", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("advisorchain")

@@ -3,7 +3,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from helpers import Recorder
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -26,6 +25,7 @@ from advisorchain import (
     Usage,
     UserMessage,
 )
+from tests.support.advisors import Recorder
 
 
 def _request(text: str = "hi", **context: Any) -> ChatClientRequest:

@@ -4,7 +4,6 @@ import asyncio
 from typing import Any
 
 import pytest
-from helpers import CallOnly, Recorder
 from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import BaseModel
@@ -30,6 +29,7 @@ from advisorchain import (
     ToolAdvisor,
     UserMessage,
 )
+from tests.support.advisors import CallOnly, Recorder
 
 
 def _client(model: Any, **kwargs: Any) -> ChatClient:

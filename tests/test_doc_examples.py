@@ -47,3 +47,22 @@ def test_doc_example_runs(page: str, index: int, block: str, tmp_path: Path, mon
         block = block.replace(PGVECTOR_EXAMPLE, dsn)
     with contextlib.redirect_stdout(io.StringIO()):
         exec(compile(block, f"{page} block {index}", "exec"), {"__name__": "doc_example"})
+
+
+def test_every_test_the_guarantees_page_names_exists() -> None:
+    """Each row of docs/guarantees.md names the tests that prove it: a file (under tests/reliability/
+    unless a path is given) and, after ``::``, test functions of the file named last."""
+    page = (ROOT / "docs" / "guarantees.md").read_text(encoding="utf-8")
+    missing = []
+    for row in (line for line in page.splitlines() if line.startswith("| ") and ".py" in line):
+        current: Path | None = None
+        for ref in re.findall(r"`([^`]*(?:\.py|::)[^`]*)`", row.rsplit("|", 2)[-2]):
+            path, _, name = ref.partition("::")
+            if path:
+                current = ROOT / path if "/" in path else ROOT / "tests" / "reliability" / path
+                if not current.exists():
+                    missing.append(path)
+                    continue
+            if name and (current is None or f"def {name}(" not in current.read_text(encoding="utf-8")):
+                missing.append(ref)
+    assert missing == []

@@ -126,6 +126,33 @@ def test_the_cycle_finder_finds_a_planted_cycle() -> None:
         ("advisorchain.usage", "advisorchain.models"),
         ("advisorchain._run_meter", "advisorchain.advisors"),
         ("advisorchain._run_meter", "advisorchain.client"),
+        # Integrations stay at the edge: the core and the packages above it never reach them.
+        ("advisorchain.client", "advisorchain.mcp"),
+        ("advisorchain.client", "advisorchain.durable"),
+        ("advisorchain.advisors", "advisorchain.models"),
+        ("advisorchain.tools", "advisorchain.advisors"),
+        ("advisorchain.tools", "advisorchain.client"),
+        ("advisorchain.memory", "advisorchain.tools"),
+        ("advisorchain.memory", "advisorchain.advisors"),
+        ("advisorchain.evaluation", "advisorchain.rag"),
+        ("advisorchain.evaluation", "advisorchain.web"),
+        ("advisorchain.evaluation", "advisorchain.cli"),
+        ("advisorchain.evaluation", "advisorchain.durable"),
+        ("advisorchain.evaluation", "advisorchain.mcp"),
+        ("advisorchain.rag", "advisorchain.web"),
+        ("advisorchain.rag", "advisorchain.mcp"),
+        ("advisorchain.rag", "advisorchain.evaluation"),
+        ("advisorchain.web", "advisorchain.durable"),
+        ("advisorchain.web", "advisorchain.mcp"),
+        ("advisorchain.web", "advisorchain.rag"),
+        ("advisorchain.web", "advisorchain.evaluation"),
+        ("advisorchain.mcp", "advisorchain.durable"),
+        ("advisorchain.mcp", "advisorchain.cli"),
+        ("advisorchain.mcp", "advisorchain.web"),
+        ("advisorchain.mcp", "advisorchain.rag"),
+        ("advisorchain.durable", "advisorchain.cli"),
+        ("advisorchain.durable", "advisorchain.web"),
+        ("advisorchain.durable", "advisorchain.mcp"),
     ],
 )
 def test_lower_layers_never_reach_up(lower: str, upper: str) -> None:
@@ -138,3 +165,55 @@ def test_lower_layers_never_reach_up(lower: str, upper: str) -> None:
                 reached.add(nxt)
                 todo.append(nxt)
     assert not {m for m in reached if m == upper or m.startswith(upper + ".")}, f"{lower} reaches {upper}"
+
+
+# -- the tests' own layering ----------------------------------------------------------------------
+
+TESTS = Path(__file__).resolve().parent
+SUPPORT = TESTS / "support"
+
+
+def _test_imports(path: Path) -> set[str]:
+    """The ``tests...`` modules the file at ``path`` imports."""
+    module = ".".join(path.relative_to(TESTS.parent).with_suffix("").parts)
+    return imported_test_modules(path.read_text(), module)
+
+
+def imported_test_modules(text: str, module: str) -> set[str]:
+    """The ``tests...`` modules that the source ``text`` of ``module`` imports (absolute or relative,
+    wherever the import stands)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.split(".")[0] == "tests"}
+        elif isinstance(node, ast.ImportFrom):
+            base = _resolve(module, False, node)
+            if base.split(".")[0] == "tests":
+                found.add(base)
+    return found
+
+
+@pytest.mark.parametrize("path", sorted(SUPPORT.glob("*.py")), ids=lambda p: p.name)
+def test_the_support_package_is_the_bottom_of_the_tests(path: Path) -> None:
+    """Every test area may use tests.support; tests.support uses no test area (so any test, and
+    any process a test starts, can import it without pulling a test module in)."""
+    outside = {m for m in _test_imports(path) if not (m == "tests.support" or m.startswith("tests.support."))}
+    assert outside == set(), f"{path.name} imports {sorted(outside)}"
+
+
+def test_the_scripted_mcp_server_imports_nothing_from_the_tests() -> None:
+    """It runs by path, from any working directory, with a minimal environment (no PYTHONPATH)."""
+    assert _test_imports(SUPPORT / "mcp_server.py") == set()
+
+
+def test_the_import_finder_sees_relative_and_absolute_test_imports() -> None:
+    text = (
+        "import json\nfrom advisorchain import tool\nfrom tests.web import web_helpers\n"
+        "def f():\n    from ..durable import engines\nimport tests.cli.conftest\nfrom . import spans\n"
+    )
+    assert imported_test_modules(text, "tests.support.x") == {
+        "tests.web",
+        "tests.durable",
+        "tests.cli.conftest",
+        "tests.support",
+    }

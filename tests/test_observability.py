@@ -1,35 +1,13 @@
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
-from helpers import Recorder
-from opentelemetry import trace
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from advisorchain import ChatClient, ChatResponse, Generation, ScriptedChatModel, Usage
 from advisorchain.messages import AssistantMessage
 from advisorchain.model import ChatResponseMetadata
-
-_exporter = InMemorySpanExporter()
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _provider() -> None:
-    if not isinstance(trace.get_tracer_provider(), TracerProvider):
-        provider = TracerProvider()
-        trace.set_tracer_provider(provider)
-    provider = trace.get_tracer_provider()
-    assert isinstance(provider, TracerProvider)
-    provider.add_span_processor(SimpleSpanProcessor(_exporter))
-
-
-@pytest.fixture
-def spans() -> Iterator[InMemorySpanExporter]:
-    _exporter.clear()
-    yield _exporter
+from tests.support.advisors import Recorder
 
 
 def _by_name(finished: tuple[ReadableSpan, ...]) -> dict[str, ReadableSpan]:

@@ -7,9 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from opentelemetry import trace
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from advisorchain import (
@@ -24,25 +22,14 @@ from advisorchain import (
 )
 from advisorchain.observability import CAPTURE_CONTENT_ENV
 from advisorchain.tools import tool
+from tests.support.spans import span_exporter
 
 SECRET = "s3cret-4111-1111"
-_exporter = InMemorySpanExporter()
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _provider() -> None:
-    if not isinstance(trace.get_tracer_provider(), TracerProvider):
-        trace.set_tracer_provider(TracerProvider())
-    provider = trace.get_tracer_provider()
-    assert isinstance(provider, TracerProvider)
-    provider.add_span_processor(SimpleSpanProcessor(_exporter))
-
-
 @pytest.fixture
 def spans(monkeypatch: pytest.MonkeyPatch) -> Iterator[InMemorySpanExporter]:
+    """This test's spans, content capture off unless the test turns it on."""
     monkeypatch.delenv(CAPTURE_CONTENT_ENV, raising=False)
-    _exporter.clear()
-    yield _exporter
+    yield span_exporter()
 
 
 @tool

@@ -7,11 +7,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from opentelemetry import metrics, trace
+from opentelemetry import metrics
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import HistogramDataPoint, InMemoryMetricReader
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from advisorchain import (
@@ -27,27 +25,21 @@ from advisorchain import (
 )
 from advisorchain import observability as obs
 from advisorchain.model import ChatResponseMetadata
+from tests.support.spans import span_exporter
 
 _reader = InMemoryMetricReader()
-_spans = InMemorySpanExporter()
 
 
 @pytest.fixture(scope="module", autouse=True)
 def _providers() -> None:
     if not isinstance(metrics.get_meter_provider(), MeterProvider):
         metrics.set_meter_provider(MeterProvider(metric_readers=[_reader]))
-    if not isinstance(trace.get_tracer_provider(), TracerProvider):
-        trace.set_tracer_provider(TracerProvider())
-    provider = trace.get_tracer_provider()
-    assert isinstance(provider, TracerProvider)
-    provider.add_span_processor(SimpleSpanProcessor(_spans))
 
 
 @pytest.fixture
-def points() -> Iterator[None]:
+def points() -> Iterator[InMemorySpanExporter]:
     """Fresh spans; metrics are cumulative, so each test reads only its own model name's points."""
-    _spans.clear()
-    yield
+    yield span_exporter()
 
 
 def _histogram(name: str) -> list[HistogramDataPoint]:
@@ -110,10 +102,10 @@ def test_a_failed_call_records_its_duration_with_the_error_type(points: None) ->
     assert _by_tokens(_histogram(obs.TOKEN_USAGE), "m-fail") == {}
 
 
-def test_request_parameters_are_span_attributes(points: None) -> None:
+def test_request_parameters_are_span_attributes(points: InMemorySpanExporter) -> None:
     options = ChatOptions(temperature=0.25, max_tokens=50, top_p=0.9, stop=["END"])
     ChatClient(ScriptedChatModel([_response()])).prompt("q").options(options).call().content()
-    chat = next(s for s in _spans.get_finished_spans() if s.name.startswith("chat "))
+    chat = next(s for s in points.get_finished_spans() if s.name.startswith("chat "))
     attrs = dict(chat.attributes or {})
     assert attrs["gen_ai.request.temperature"] == 0.25
     assert attrs["gen_ai.request.max_tokens"] == 50
@@ -145,7 +137,7 @@ def test_a_model_without_an_sdk_client_has_no_server_attributes() -> None:
 
 
 def test_spans_hold_no_prompt_answer_or_tool_text_by_default(
-    points: None, monkeypatch: pytest.MonkeyPatch
+    points: InMemorySpanExporter, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv(obs.CAPTURE_CONTENT_ENV, raising=False)
 
@@ -162,7 +154,7 @@ def test_spans_hold_no_prompt_answer_or_tool_text_by_default(
     )
     client = ChatClient(model, default_system="SYSTEM-TEXT-7")
     assert client.prompt("QUESTION-TEXT-13").tools(secret_lookup).call().content() == "ANSWER-TEXT-99"
-    finished = _spans.get_finished_spans()
+    finished = points.get_finished_spans()
     assert {s.name for s in finished} >= {"chat scripted", "execute_tool secret_lookup"}
     values = [str(v) for s in finished for v in (s.attributes or {}).values()]
     values += [str(v) for s in finished for e in s.events for v in (e.attributes or {}).values()]

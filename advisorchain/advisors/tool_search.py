@@ -17,8 +17,8 @@ from typing import Any
 
 from .._checks import check_int
 from ..model import ChatClientRequest, ChatOptions, Prompt
-from ..tools.api import InvalidToolArgumentsError, ToolCallback, ToolContext, ToolDefinition, ToolMetadata
-from ..tools.schema import parse_arguments
+from ..tools._callbacks import ParsedTool
+from ..tools.api import ToolCallback, ToolContext, ToolDefinition
 from .chain import CallAdvisorChain, StreamAdvisorChain
 from .tool_calling import ToolCallingAdvisor
 
@@ -85,39 +85,25 @@ class _SearchState:
         return (self.search_tool, *(t for t in found if t is not None))
 
 
-class _ToolSearchTool:
+_SEARCH = ToolDefinition(
+    "tool_search",
+    "Search the available tools by keywords describing the capability you need. "
+    "The tools found become callable in your next step.",
+    {
+        "type": "object",
+        "properties": {"query": {"type": "string", "description": "keywords, e.g. 'weather forecast'"}},
+        "required": ["query"],
+    },
+)
+
+
+class _ToolSearchTool(ParsedTool):
     """The ``tool_search`` tool: finds tools by keywords and makes them available."""
 
     def __init__(self, limit: int) -> None:
+        super().__init__(_SEARCH)
         self.limit = limit
         self.state: _SearchState | None = None
-        self._definition = ToolDefinition(
-            "tool_search",
-            "Search the available tools by keywords describing the capability you need. "
-            "The tools found become callable in your next step.",
-            {
-                "type": "object",
-                "properties": {
-                    "query": {"type": "string", "description": "keywords, e.g. 'weather forecast'"}
-                },
-                "required": ["query"],
-            },
-        )
-
-    @property
-    def definition(self) -> ToolDefinition:
-        return self._definition
-
-    @property
-    def metadata(self) -> ToolMetadata:
-        return ToolMetadata()
-
-    async def call(self, arguments: str, context: ToolContext | None) -> str:
-        try:
-            args = parse_arguments(arguments, "tool_search")
-        except InvalidToolArgumentsError as exc:
-            return f"Error: {exc}"
-        return await self.call_parsed(args, context)
 
     async def call_parsed(self, args: Mapping[str, Any], context: ToolContext | None) -> str:
         state = self.state

@@ -19,7 +19,8 @@ from rich.markup import escape
 from ..messages import ToolCall
 from ..observability import TOOL_CALL_ARGUMENTS as ARGUMENTS
 from ..observability import TOOL_CALL_RESULT as RESULT
-from ..tools import Approved, Denied, ToolCallback, ToolContext, ToolDefinition, ToolMetadata
+from ..tools import Approved, Denied, ToolCallback, ToolContext
+from ..tools._callbacks import WrappedTool
 from ..usage import RunUsage, Usage
 
 __all__ = [
@@ -208,24 +209,14 @@ class _Ticker(threading.Thread):
             time.sleep(0.08)
 
 
-class ShownTool:
+class ShownTool(WrappedTool):
     """A ToolCallback that shows a line when it runs (and, with ``capture``, puts its arguments and
     result on the current ``execute_tool`` span for the ``--trace`` tree)."""
 
     def __init__(self, inner: ToolCallback, display: Display, capture: bool) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self._display = display
         self._capture = capture
-
-    @property
-    def definition(self) -> ToolDefinition:
-        """The wrapped tool's definition."""
-        return self._inner.definition
-
-    @property
-    def metadata(self) -> ToolMetadata:
-        """The wrapped tool's metadata (approval included)."""
-        return self._inner.metadata
 
     async def call(self, arguments: str, context: ToolContext | None) -> str:
         """Show the call, run the wrapped tool."""

@@ -13,7 +13,7 @@ import asyncio
 import copy
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypedDict, TypeVar
 
 from pydantic import TypeAdapter
 
@@ -28,7 +28,8 @@ from ..messages import Message, ToolCall, message_from_dict, message_to_dict
 from ..model import ChatClientMessageAggregator, ChatModel, ChatResponse, Prompt
 from ..output import converter_for
 from ..tools import Approved, Denied, tool_callbacks
-from ..tools.api import InvalidToolArgumentsError, ToolCallback, ToolContext, ToolDefinition, ToolMetadata
+from ..tools._callbacks import FixedTool
+from ..tools.api import InvalidToolArgumentsError, ToolCallback, ToolContext
 from ..tools.approvals import as_decisions
 from ..tools.function import encode_result
 from ._codec import (
@@ -50,6 +51,7 @@ __all__ = [
     "DurableResult",
     "DurableToolError",
     "Emit",
+    "RunRequest",
     "WaitForDecisions",
     "check_decisions",
     "pending_from_dicts",
@@ -76,6 +78,20 @@ before the wait — then waits durably for the decisions; returns them encoded (
 
 _MEMORY_OPS = ("get", "add", "clear")
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.")
+
+
+class RunRequest(TypedDict, total=False):
+    """What a durable run is asked besides its user text, the same on every engine: the keywords of
+    the agents' ``start``, ``run`` and ``stream`` (checked by ``run_input``)."""
+
+    messages: Iterable[Message]
+    """Messages before the user text (a conversation resumed without memory, say)."""
+    system: str | None
+    """The system text."""
+    conversation_id: str | None
+    """The memory conversation of the run."""
+    tool_context: Mapping[str, Any] | None
+    """What every tool call's ``ToolContext`` holds (``run_id`` and ``tool_call_id`` are added)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -312,22 +328,13 @@ class _ModelSeam:
         yield await self.call(prompt)
 
 
-class _ToolSeam:
+class _ToolSeam(FixedTool):
     """A ToolCallback whose calls are the tool's seam; definition and metadata are the tool's."""
 
     def __init__(self, real: ToolCallback, seam: str, dispatch: Dispatch) -> None:
-        self._definition = real.definition
-        self._metadata = real.metadata
+        super().__init__(real.definition, real.metadata)
         self._seam = seam
         self._dispatch = dispatch
-
-    @property
-    def definition(self) -> ToolDefinition:
-        return self._definition
-
-    @property
-    def metadata(self) -> ToolMetadata:
-        return self._metadata
 
     async def call(self, arguments: str, context: ToolContext | None) -> str:
         payload = {"arguments": arguments, "context": None if context is None else dict(context)}

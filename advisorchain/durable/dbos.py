@@ -20,18 +20,19 @@ for days if need be, across process and database restarts. The loop then resumes
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable, Mapping
-from typing import Any, Generic, TypeVar, overload
+from typing import Any, Generic, TypeVar, Unpack, overload
 
 from dbos import DBOS, SetWorkflowID, WorkflowHandleAsync
 
 from ..advisors import ToolCallingAdvisor
 from ..client import ChatClient
-from ..messages import Message, ToolCall
+from ..messages import ToolCall
 from ..model import ChatResponse
 from ._agent import (
     DurableParts,
     DurableResult,
     DurableToolError,
+    RunRequest,
     check_decisions,
     pending_from_dicts,
     run_agent,
@@ -121,24 +122,15 @@ class DBOSAgent(Generic[T]):
         self,
         user: str | None = None,
         *,
-        messages: Iterable[Message] = (),
-        system: str | None = None,
-        conversation_id: str | None = None,
-        tool_context: Mapping[str, Any] | None = None,
         workflow_id: str | None = None,
         stream: bool = False,
+        **request: Unpack[RunRequest],
     ) -> WorkflowHandleAsync[dict[str, Any]]:
         """Start a run and return its DBOS handle (``workflow_id`` makes starting idempotent: a
-        second start with the same id attaches to the first run). ``stream=True`` also writes the
-        model's chunks to the run's stream ``STREAM_KEY``. Finish with ``result(handle)``."""
-        payload = run_input(
-            user,
-            messages=messages,
-            system=system,
-            conversation_id=conversation_id,
-            tool_context=tool_context,
-            stream=stream,
-        )
+        second start with the same id attaches to the first run). ``request``: ``messages``,
+        ``system``, ``conversation_id``, ``tool_context`` (``RunRequest``). ``stream=True`` also
+        writes the model's chunks to the run's stream ``STREAM_KEY``. Finish with ``result(handle)``."""
+        payload = run_input(user, stream=stream, **request)
         if workflow_id is None:
             return await DBOS.start_workflow_async(self._workflow, payload)
         with SetWorkflowID(workflow_id):
@@ -151,48 +143,18 @@ class DBOSAgent(Generic[T]):
         return run_result(await handle.get_result(), self.output_type)
 
     async def run(
-        self,
-        user: str | None = None,
-        *,
-        messages: Iterable[Message] = (),
-        system: str | None = None,
-        conversation_id: str | None = None,
-        tool_context: Mapping[str, Any] | None = None,
-        workflow_id: str | None = None,
+        self, user: str | None = None, *, workflow_id: str | None = None, **request: Unpack[RunRequest]
     ) -> DurableResult[T]:
         """Run one request durably and return its result: ``output`` and the final chat response."""
-        handle = await self.start(
-            user,
-            messages=messages,
-            system=system,
-            conversation_id=conversation_id,
-            tool_context=tool_context,
-            workflow_id=workflow_id,
-        )
-        return await self.result(handle)
+        return await self.result(await self.start(user, workflow_id=workflow_id, **request))
 
     async def stream(
-        self,
-        user: str | None = None,
-        *,
-        messages: Iterable[Message] = (),
-        system: str | None = None,
-        conversation_id: str | None = None,
-        tool_context: Mapping[str, Any] | None = None,
-        workflow_id: str | None = None,
+        self, user: str | None = None, *, workflow_id: str | None = None, **request: Unpack[RunRequest]
     ) -> AsyncIterator[ChatResponse]:
         """Run one request durably, yielding the model's stream chunks live (every round's); the
         run's result is ``await agent.result(workflow_id)`` afterwards. A model call retried after
         a crash streams again from its start."""
-        handle = await self.start(
-            user,
-            messages=messages,
-            system=system,
-            conversation_id=conversation_id,
-            tool_context=tool_context,
-            workflow_id=workflow_id,
-            stream=True,
-        )
+        handle = await self.start(user, workflow_id=workflow_id, stream=True, **request)
         async for chunk in self.chunks(handle.get_workflow_id()):
             yield chunk
 

@@ -24,7 +24,7 @@ import asyncio
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from datetime import timedelta
-from typing import Any, ClassVar, Generic, TypeVar, overload
+from typing import Any, ClassVar, Generic, TypeVar, Unpack, overload
 
 from temporalio import activity, workflow
 from temporalio.client import Client, WorkflowHandle
@@ -33,12 +33,13 @@ from temporalio.exceptions import ApplicationError
 
 from ..client import ChatClient
 from ..errors import AdvisorChainError
-from ..messages import Message, ToolCall
+from ..messages import ToolCall
 from ..model import ChatResponse
 from ._agent import (
     DurableParts,
     DurableResult,
     DurableToolError,
+    RunRequest,
     check_decisions,
     pending_from_dicts,
     run_agent,
@@ -162,22 +163,13 @@ class TemporalAgent(Generic[T]):
         *,
         id: str,
         task_queue: str,
-        messages: Iterable[Message] = (),
-        system: str | None = None,
-        conversation_id: str | None = None,
-        tool_context: Mapping[str, Any] | None = None,
         stream: bool = False,
+        **request: Unpack[RunRequest],
     ) -> WorkflowHandle[Any, dict[str, Any]]:
         """Start a run as workflow ``id`` on ``task_queue``; finish with ``result(handle)``.
+        ``request``: ``messages``, ``system``, ``conversation_id``, ``tool_context`` (``RunRequest``).
         ``stream=True`` also sends the model's chunks to the workflow (read them with ``chunks``)."""
-        payload = run_input(
-            user,
-            messages=messages,
-            system=system,
-            conversation_id=conversation_id,
-            tool_context=tool_context,
-            stream=stream,
-        )
+        payload = run_input(user, stream=stream, **request)
         return await temporal.start_workflow(self.workflow_name, payload, id=id, task_queue=task_queue)
 
     async def result(self, handle: WorkflowHandle[Any, Any]) -> DurableResult[T]:
@@ -191,23 +183,10 @@ class TemporalAgent(Generic[T]):
         *,
         id: str,
         task_queue: str,
-        messages: Iterable[Message] = (),
-        system: str | None = None,
-        conversation_id: str | None = None,
-        tool_context: Mapping[str, Any] | None = None,
+        **request: Unpack[RunRequest],
     ) -> DurableResult[T]:
         """Run one request durably and return its result: ``output`` and the final chat response."""
-        handle = await self.start(
-            temporal,
-            user,
-            id=id,
-            task_queue=task_queue,
-            messages=messages,
-            system=system,
-            conversation_id=conversation_id,
-            tool_context=tool_context,
-        )
-        return await self.result(handle)
+        return await self.result(await self.start(temporal, user, id=id, task_queue=task_queue, **request))
 
     async def stream(
         self,
@@ -216,25 +195,12 @@ class TemporalAgent(Generic[T]):
         *,
         id: str,
         task_queue: str,
-        messages: Iterable[Message] = (),
-        system: str | None = None,
-        conversation_id: str | None = None,
-        tool_context: Mapping[str, Any] | None = None,
         poll_interval: float = 0.05,
+        **request: Unpack[RunRequest],
     ) -> AsyncIterator[ChatResponse]:
         """Run one request durably, yielding the model's stream chunks (every round's) as they
         reach the workflow; then ``await agent.result(temporal.get_workflow_handle(id))``."""
-        handle = await self.start(
-            temporal,
-            user,
-            id=id,
-            task_queue=task_queue,
-            messages=messages,
-            system=system,
-            conversation_id=conversation_id,
-            tool_context=tool_context,
-            stream=True,
-        )
+        handle = await self.start(temporal, user, id=id, task_queue=task_queue, stream=True, **request)
         async for chunk in self.chunks(handle, poll_interval=poll_interval):
             yield chunk
 

@@ -26,13 +26,13 @@ from ..client import ChatClient
 from ..errors import ChainConfigurationError, ToolError
 from ..messages import Media, ToolCall
 from ..tools import (
-    InvalidToolArgumentsError,
     ToolCallback,
     ToolContext,
     ToolDefinition,
-    ToolMetadata,
     tool_callbacks,
 )
+from ..tools._callbacks import FixedTool
+from ..tools.schema import string_argument
 
 __all__ = ["Transport", "agent_tool", "aserve", "mcp_server", "serve"]
 
@@ -46,37 +46,17 @@ _AGENT_SCHEMA: dict[str, Any] = {
 }
 
 
-class _AgentTool:
-    """A ChatClient as a tool: the question goes to ``client.prompt(question)``, the answer back."""
+class _AgentTool(FixedTool):
+    """A ChatClient as a tool: the question (``{"question": str}``) goes to
+    ``client.prompt(question)``, the agent's text answer back."""
 
     def __init__(self, client: ChatClient, name: str, description: str) -> None:
+        super().__init__(ToolDefinition(name, description, _AGENT_SCHEMA))
         self._client = client
-        self._definition = ToolDefinition(name, description, _AGENT_SCHEMA)
-        self._metadata = ToolMetadata()
-
-    @property
-    def definition(self) -> ToolDefinition:
-        """``{"question": str}`` in, the agent's text answer out."""
-        return self._definition
-
-    @property
-    def metadata(self) -> ToolMetadata:
-        """Default metadata."""
-        return self._metadata
 
     async def call(self, arguments: str, context: ToolContext | None) -> str:
         """Ask the agent the ``question`` and return its answer."""
-        try:
-            value = json.loads(arguments or "{}")
-        except json.JSONDecodeError as exc:
-            raise InvalidToolArgumentsError(
-                f"the arguments of {self._definition.name!r} are not JSON: {exc}"
-            ) from exc
-        question = value.get("question") if isinstance(value, dict) else None
-        if not isinstance(question, str) or not question.strip():
-            raise InvalidToolArgumentsError(
-                f"{self._definition.name!r} needs a non-empty string 'question', got {arguments!r}"
-            )
+        question = string_argument(arguments, self.definition.name, "question")
         answer = await self._client.prompt(question).acall().chat_client_response()
         response = answer.chat_response
         if response is not None and response.metadata.finish_reason == ToolCallingAdvisor.APPROVAL_REQUIRED:

@@ -31,6 +31,7 @@ from .._tool_types import ToolText
 from .._urls import redact_url
 from ..errors import ChainConfigurationError, ToolError
 from ..tools import InvalidToolArgumentsError, ToolCallback, ToolContext, ToolDefinition, ToolMetadata
+from ..tools._callbacks import FixedTool
 from ._connection import Connection, ConnectionClosed
 from ._results import result_size, tool_text
 
@@ -255,10 +256,12 @@ class _McpServer:
         )
 
 
-class _McpTool:
-    """One tool of an MCP server as a ToolCallback; calls go to the server's session."""
+class _McpTool(FixedTool):
+    """One tool of an MCP server as a ToolCallback (its name prefixed when the server has a
+    ``tool_prefix``; ``requires_approval`` as the server's rule decided it); calls go to the
+    server's session."""
 
-    __slots__ = ("_definition", "_metadata", "_remote_name", "_server", "annotations")
+    __slots__ = ("_remote_name", "_server", "annotations")
 
     def __init__(
         self,
@@ -268,21 +271,10 @@ class _McpTool:
         metadata: ToolMetadata,
         annotations: Mapping[str, Any],
     ) -> None:
+        super().__init__(definition, metadata)
         self._server = server
         self._remote_name = remote_name
-        self._definition = definition
-        self._metadata = metadata
         self.annotations = annotations
-
-    @property
-    def definition(self) -> ToolDefinition:
-        """Name (prefixed when the server has a ``tool_prefix``), description and input schema."""
-        return self._definition
-
-    @property
-    def metadata(self) -> ToolMetadata:
-        """``requires_approval`` as the server's rule decided it."""
-        return self._metadata
 
     async def call(self, arguments: str, context: ToolContext | None) -> str:
         """Call the tool on its server with the model's JSON ``arguments``; the result's text, with

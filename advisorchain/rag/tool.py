@@ -7,10 +7,10 @@ documents join ``RETRIEVED_DOCUMENTS`` and the citations of the answer.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from .._tool_types import InvalidToolArgumentsError, ToolContext, ToolDefinition, ToolMetadata
+from .._tool_types import ToolContext, ToolDefinition, ToolMetadata
+from ..tools.schema import string_argument
 from ._calls import call
 from .citations import current_ledger, format_numbered
 from .documents import Document
@@ -47,7 +47,7 @@ class _RetrievalTool:
         return f"retrieval_tool({self.retriever!r}, name={self.definition.name!r})"
 
     async def call(self, arguments: str, context: ToolContext | None) -> str:
-        query_text = _query_argument(arguments)
+        query_text = string_argument(arguments, self.definition.name, "query")
         ledger = current_ledger()
         request_context: Any = ledger.context if ledger is not None else dict(context or {})
         documents = list(await call(self.retriever.retrieve, Query(query_text, (), request_context)))
@@ -57,21 +57,6 @@ class _RetrievalTool:
             return NO_DOCUMENTS_FOUND
         numbered = ledger.add(documents) if ledger is not None else list(enumerate(documents, 1))
         return format_numbered(numbered)
-
-
-def _query_argument(arguments: str) -> str:
-    try:
-        parsed = json.loads(arguments or "{}")
-    except json.JSONDecodeError as exc:
-        raise InvalidToolArgumentsError(
-            f'the arguments are not valid JSON ({exc.msg}); send {{"query": "..."}}'
-        ) from None
-    query = parsed.get("query") if isinstance(parsed, dict) else None
-    if not isinstance(query, str) or not query.strip():
-        raise InvalidToolArgumentsError(
-            'the argument "query" must be a non-empty string; send {"query": "..."}'
-        )
-    return query
 
 
 def retrieval_tool(

@@ -76,6 +76,17 @@ def parse_arguments(arguments: str | None, tool_name: str) -> dict[str, Any]:
     return value
 
 
+def string_argument(arguments: str | None, tool_name: str, key: str) -> str:
+    """The non-empty string ``key`` of a tool's JSON arguments (parsed as ``parse_arguments`` does);
+    InvalidToolArgumentsError naming the key and what to send when it is missing or blank."""
+    value = parse_arguments(arguments, tool_name).get(key)
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidToolArgumentsError(
+            f'tool {tool_name!r} needs a non-empty string {key!r}, got {arguments!r}; send {{"{key}": "..."}}'
+        )
+    return value
+
+
 def format_validation_errors(exc: ValidationError) -> str:
     """Pydantic's errors as one line: ``field.path: message (got value)`` joined by ``; ``."""
     parts = []

@@ -13,8 +13,8 @@ from typing import Any, Literal
 
 from pydantic import TypeAdapter, ValidationError
 
-from .api import InvalidToolArgumentsError, ToolContext, ToolDefinition, ToolMetadata
-from .schema import parse_arguments
+from ._callbacks import ParsedTool
+from .api import ToolContext, ToolDefinition
 
 __all__ = ["MAX_ITEMS", "TodoItem", "TodoTools"]
 
@@ -78,28 +78,13 @@ def _conversation(context: ToolContext | None) -> str:
     return conversation_id or "default"
 
 
-class _TodoTool:
+class _TodoTool(ParsedTool):
     def __init__(self, owner: TodoTools, definition: ToolDefinition) -> None:
+        super().__init__(definition)
         self._owner = owner
-        self._definition = definition
-
-    @property
-    def definition(self) -> ToolDefinition:
-        return self._definition
-
-    @property
-    def metadata(self) -> ToolMetadata:
-        return ToolMetadata()
 
 
 class _TodoWrite(_TodoTool):
-    async def call(self, arguments: str, context: ToolContext | None) -> str:
-        try:
-            args = parse_arguments(arguments, "todo_write")
-        except InvalidToolArgumentsError as exc:
-            return f"Error: {exc}"
-        return await self.call_parsed(args, context)
-
     async def call_parsed(self, args: Mapping[str, Any], context: ToolContext | None) -> str:
         if "items" not in args:
             return 'Error: call todo_write with {"items": [{"id": ..., "text": ..., "status": ...}, ...]}.'

@@ -12,7 +12,8 @@ from typing import Any
 from .._streams import closing
 from ..advisors.chain import CallAdvisorChain, StreamAdvisorChain
 from ..model import ChatClientRequest, ChatClientResponse
-from ..tools import ToolCallback, ToolContext, ToolDefinition, ToolMetadata
+from ..tools import ToolCallback, ToolContext
+from ..tools._callbacks import WrappedTool
 from ._views import error_line, jsonable
 
 __all__ = ["WATCH_NAME", "Emit", "ToolWatch", "WatchedTool"]
@@ -23,23 +24,13 @@ Emit = Callable[[str, dict[str, Any]], None]
 WATCH_NAME = "advisorchain web tool watch"
 
 
-class WatchedTool:
+class WatchedTool(WrappedTool):
     """A ToolCallback that reports each call's start and end through ``emit``, then answers exactly
     as the wrapped tool does (its errors included)."""
 
     def __init__(self, inner: ToolCallback, emit: Emit) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self._emit = emit
-
-    @property
-    def definition(self) -> ToolDefinition:
-        """The wrapped tool's definition."""
-        return self._inner.definition
-
-    @property
-    def metadata(self) -> ToolMetadata:
-        """The wrapped tool's metadata (approval and return-direct included)."""
-        return self._inner.metadata
 
     async def call(self, arguments: str, context: ToolContext | None) -> str:
         """Report the start, run the wrapped tool, report the result or the error."""

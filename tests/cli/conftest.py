@@ -1,39 +1,26 @@
-"""Fixtures of the CLI tests: the benchmarks' scripted OpenAI-compatible server on loopback (one per
-test session), a server whose answers the test holds (``held``), a private data directory,
+"""Fixtures of the CLI tests: the scripted server playing the benchmarks' scenarios on loopback (one
+per test session), one whose answers the test holds (``held``), a private data directory,
 ``cli_tools`` importable for ``--tools``, and ``terminal``: the command in tmux."""
 
 from __future__ import annotations
 
 import shlex
-import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from held_server import HeldServer, held_server
-from panes import Pane, find_tmux
 
-ROOT = Path(__file__).resolve().parents[2]
-SERVER = ROOT / "benchmarks" / "harness" / "server.py"
+from tests.support.openai_server import ScriptedServer, running_server
+from tests.support.panes import Pane, find_tmux
+from tests.support.scripts import chat_answer, scenarios
 
 
 @pytest.fixture(scope="session")
 def server_url() -> Iterator[str]:
     """The base URL of a running scripted server (scenario named by the model: ``weather``...)."""
-    process = subprocess.Popen(
-        [sys.executable, str(SERVER)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
-    )
-    try:
-        assert process.stdout is not None
-        line = process.stdout.readline()
-        assert line.startswith("PORT "), f"the scripted server did not start: {line!r}"
-        yield f"http://127.0.0.1:{int(line.split()[1])}/v1"
-    finally:
-        process.kill()
-        process.wait()
-        if process.stdout is not None:
-            process.stdout.close()
+    with running_server(scenarios) as server:
+        yield server.base_url
 
 
 @pytest.fixture(autouse=True)
@@ -49,9 +36,10 @@ def _cli_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.fixture
-def held() -> Iterator[HeldServer]:
-    """A loopback OpenAI-compatible server whose answers this test holds and lets go."""
-    with held_server() as server:
+def held() -> Iterator[ScriptedServer]:
+    """A loopback OpenAI-compatible server whose answers this test queues, holds and lets go
+    (``held.queue(chat_answer(..., hold=event))``); unqueued requests are answered ``ok``."""
+    with running_server(chat_answer()) as server:
         yield server
 
 

@@ -12,14 +12,14 @@ import sys
 import threading
 import uuid
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
-from held_server import HeldServer
 
 from advisorchain.cli import app, main
+from tests.support.openai_server import ScriptedServer, running_server
+from tests.support.scripts import chat_answer, failing
 
 WEATHER = "weather+k5"
 STREAMED = "w0 w1 w2 w3 w4 "
@@ -182,8 +182,8 @@ def test_debug_shows_the_traceback() -> None:
     assert "CliError: OPENAI_API_KEY is not set" in result.stderr
 
 
-def test_ctrl_c_during_a_one_shot_question_exits_130_in_one_line(held: HeldServer) -> None:
-    held.reply(hold=threading.Event())  # the server never answers: the CLI is waiting when Ctrl-C comes
+def test_ctrl_c_during_a_one_shot_question_exits_130_in_one_line(held: ScriptedServer) -> None:
+    held.queue(chat_answer(hold=threading.Event()))  # the server never answers: the CLI is waiting when Ctrl-C comes
     process = subprocess.Popen(
         [
             sys.executable,
@@ -193,7 +193,7 @@ def test_ctrl_c_during_a_one_shot_question_exits_130_in_one_line(held: HeldServe
             "--model",
             "openai:m",
             "--base-url",
-            held.url,
+            held.base_url,
             "-p",
             "hi",
         ],
@@ -356,30 +356,8 @@ def test_sessions_live_in_postgres_and_redis(server_url: str, env: str) -> None:
 @pytest.fixture
 def always_429() -> Iterator[str]:
     """A loopback server that answers every request 429 (asking for a 10 ms wait)."""
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            self.rfile.read(int(self.headers.get("content-length", "0")))
-            body = b'{"error": {"message": "slow down", "type": "rate_limit_error"}}'
-            self.send_response(429)
-            self.send_header("content-type", "application/json")
-            self.send_header("retry-after-ms", "10")
-            self.send_header("content-length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with running_server(failing(429, "slow down", "rate_limit_error", {"retry-after-ms": "10"})) as server:
+        yield server.base_url
 
 
 def test_provider_retries_show_one_line_each_with_the_status(always_429: str) -> None:

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
-from judge_server import judge_server
 
 from advisorchain.cli import app
+from tests.support.openai_server import running_server
+from tests.support.scripts import judge
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "eval_cases.yaml"
@@ -29,8 +30,8 @@ def agent(server_url: str, scenario: str = "weather") -> list[str]:
 
 @pytest.fixture
 def judge_url() -> Iterator[str]:
-    with judge_server() as url:
-        yield url
+    with running_server(judge) as server:
+        yield server.base_url
 
 
 def write(tmp_path: Path, name: str, text: str) -> Path:

@@ -9,8 +9,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from judge_server import judge_server
-from panes import Pane, find_tmux
+
+from tests.support.openai_server import running_server
+from tests.support.panes import Pane, exited, find_tmux
+from tests.support.scripts import judge
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -33,10 +35,6 @@ def evaluate(_cli_env: Path) -> Iterator[Callable[[str], Pane]]:
         pane.close()
 
 
-def _exited(frame: list[str]) -> bool:
-    return any(line.startswith("EXIT=") for line in frame)
-
-
 def test_a_slow_agent_shows_progress_then_the_table_and_exit_code(
     evaluate: Callable[[str], Pane], server_url: str, tmp_path: Path
 ) -> None:
@@ -48,12 +46,12 @@ def test_a_slow_agent_shows_progress_then_the_table_and_exit_code(
         ),
         encoding="utf-8",
     )
-    with judge_server() as judge:
+    with running_server(judge) as judge_server:
         pane = evaluate(
             f"{shlex.quote(str(cases))} --model openai:weather+lat400 --base-url {server_url} "
-            f"--tools cli_tools:get_weather --concurrency 1 --judge openai:judge --judge-base-url {judge}"
+            f"--tools cli_tools:get_weather --concurrency 1 --judge openai:judge --judge-base-url {judge_server.base_url}"
         )
-        frames = pane.wait_for(_exited)  # panes.WAIT: a bound for a hang on a busy machine
+        frames = pane.wait_for(exited)  # panes.WAIT: a bound for a hang on a busy machine
     progress = [line for frame in frames for line in frame if line.startswith("evaluating")]
     assert progress, "the progress bar never showed"
     assert any("1/3" in line or "2/3" in line for line in progress), progress
@@ -70,7 +68,7 @@ def test_a_slow_agent_shows_progress_then_the_table_and_exit_code(
 
 def test_offline_it_says_the_demo_model_answers(evaluate: Callable[[str], Pane]) -> None:
     pane = evaluate(shlex.quote(str(ROOT / "examples" / "eval_cases.yaml")))
-    final = pane.wait_for(_exited)[-1]
+    final = pane.wait_for(exited)[-1]
     assert "EXIT=1" in final
     screen = " ".join(" ".join(final).split())
     assert "A scripted demo model answers here" in screen

@@ -14,8 +14,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from held_server import HeldServer
-from panes import Pane, exited, find_tmux
+
+from tests.support.openai_server import ScriptedServer
+from tests.support.panes import Pane, exited, find_tmux
+from tests.support.scripts import chat_answer
 
 pytest.importorskip("apsw")  # the rag extra
 
@@ -109,12 +111,12 @@ def test_a_store_url_that_names_no_store_is_a_usage_error(docs: Path, url: str) 
 
 
 def test_chat_answers_from_the_knowledge_base_with_the_cited_sources_under_the_answer(
-    docs: Path, held: HeldServer
+    docs: Path, held: ScriptedServer
 ) -> None:
     assert cli("index", "docs", "--store", "sqlite:///kb.db", cwd=docs.parent).returncode == 0
-    held.reply("Slot E1054 ", "holds the WAL back [1].")
-    held.reply("Every five minutes [1].")
-    common = ["--model", "openai:m", "--base-url", held.url, "--knowledge", "sqlite:///kb.db"]
+    held.queue(chat_answer("Slot E1054 ", "holds the WAL back [1]."))
+    held.queue(chat_answer("Every five minutes [1]."))
+    common = ["--model", "openai:m", "--base-url", held.base_url, "--knowledge", "sqlite:///kb.db"]
     streamed = cli("chat", *common, "-p", "Which slot holds back WAL?", cwd=docs.parent)
     whole = cli("chat", *common, "--no-stream", "-p", "How often are checkpoints written?", cwd=docs.parent)
 
@@ -128,10 +130,10 @@ def test_chat_answers_from_the_knowledge_base_with_the_cited_sources_under_the_a
     assert "[1] Checkpoints are written every five minutes" in second
 
 
-def test_an_answer_that_cites_nothing_shows_no_sources(docs: Path, held: HeldServer) -> None:
+def test_an_answer_that_cites_nothing_shows_no_sources(docs: Path, held: ScriptedServer) -> None:
     assert cli("index", "docs", "--store", "sqlite:///kb.db", cwd=docs.parent).returncode == 0
-    held.reply("I cannot tell from the knowledge base [9].")  # [9] names no retrieved document
-    done = cli("chat", "--model", "openai:m", "--base-url", held.url, "--knowledge", "sqlite:///kb.db", "-p", "hi", cwd=docs.parent)
+    held.queue(chat_answer("I cannot tell from the knowledge base [9]."))  # [9] names no retrieved document
+    done = cli("chat", "--model", "openai:m", "--base-url", held.base_url, "--knowledge", "sqlite:///kb.db", "-p", "hi", cwd=docs.parent)
     assert done.stdout == "I cannot tell from the knowledge base [9].\n"
 
 
@@ -156,18 +158,18 @@ def test_every_agent_command_takes_knowledge(tmp_path: Path, command: str) -> No
     assert "--knowledge URL" in done.stdout
 
 
-def test_eval_answers_its_cases_from_the_knowledge_base(docs: Path, held: HeldServer) -> None:
+def test_eval_answers_its_cases_from_the_knowledge_base(docs: Path, held: ScriptedServer) -> None:
     assert cli("index", "docs", "--store", "sqlite:///kb.db", cwd=docs.parent).returncode == 0
     cases = docs.parent / "cases.json"
     cases.write_text(json.dumps([{"name": "slot", "question": "Which slot holds back WAL?", "expected": "E1054"}]))
-    held.reply("Slot E1054 [1].")
-    done = cli("eval", "cases.json", "--model", "openai:m", "--base-url", held.url, "--knowledge", "sqlite:///kb.db", cwd=docs.parent)
+    held.queue(chat_answer("Slot E1054 [1]."))
+    done = cli("eval", "cases.json", "--model", "openai:m", "--base-url", held.base_url, "--knowledge", "sqlite:///kb.db", cwd=docs.parent)
     assert done.returncode == 0, done.stdout + done.stderr
     [question] = held.user_texts()
     assert "[1] # Replication slots" in question
 
 
-def test_index_and_chat_on_postgresql(docs: Path, held: HeldServer) -> None:
+def test_index_and_chat_on_postgresql(docs: Path, held: ScriptedServer) -> None:
     dsn = os.environ.get("ADVISORCHAIN_TEST_PGVECTOR_DSN")
     if not dsn:
         pytest.skip("ADVISORCHAIN_TEST_PGVECTOR_DSN is not set: run the tests with scripts/test.sh")
@@ -178,8 +180,8 @@ def test_index_and_chat_on_postgresql(docs: Path, held: HeldServer) -> None:
     assert done.returncode == 0, done.stderr
     assert "Indexed 2 files (2 chunks) into postgresql://" in done.stdout and "(table kb_" in done.stdout
     assert "unchanged" in cli("index", "docs", "--store", url, cwd=docs.parent).stderr
-    held.reply("Slot E1054 [1].")
-    answer = cli("chat", "--model", "openai:m", "--base-url", held.url, "--knowledge", url, "-p", "Which slot?", cwd=docs.parent)
+    held.queue(chat_answer("Slot E1054 [1]."))
+    answer = cli("chat", "--model", "openai:m", "--base-url", held.base_url, "--knowledge", url, "-p", "Which slot?", cwd=docs.parent)
     assert answer.stdout.endswith('Sources:\n  [1] docs/slots.md ("Replication slots", chunk 1)\n'), answer.stderr
 
 
@@ -191,7 +193,7 @@ def _pane(command: str, cwd: Path) -> Pane:
     return Pane(find_tmux(), f"cd {shlex.quote(str(cwd))} && env {env} {shlex.quote(sys.executable)} -m advisorchain.cli {command}")
 
 
-def test_in_a_terminal_index_shows_its_progress_and_chat_its_citations(docs: Path, held: HeldServer) -> None:
+def test_in_a_terminal_index_shows_its_progress_and_chat_its_citations(docs: Path, held: ScriptedServer) -> None:
     panes = [_pane("index docs --store sqlite:///kb.db", docs.parent)]
     try:
         final = panes[0].wait_for(exited)[-1]
@@ -200,8 +202,8 @@ def test_in_a_terminal_index_shows_its_progress_and_chat_its_citations(docs: Pat
         assert bar.split()[-3:-1] == ["2/2", "chunks"] and "━" in bar
         assert "  + docs/slots.md: 1 chunk" in final
         assert final.index("  + docs/slots.md: 1 chunk") < final.index(bar)
-        held.reply("Slot E1054 ", "holds the WAL back [1].")
-        panes.append(_pane(f"chat --model openai:m --base-url {held.url} --knowledge sqlite:///kb.db", docs.parent))
+        held.queue(chat_answer("Slot E1054 ", "holds the WAL back [1]."))
+        panes.append(_pane(f"chat --model openai:m --base-url {held.base_url} --knowledge sqlite:///kb.db", docs.parent))
         panes[1].wait_for(lambda f: any(line.startswith("you>") for line in f))
         panes[1].keys("Which slot holds back WAL?", "Enter")
         screen = panes[1].wait_for(lambda f: any("[1] docs/slots.md" in line for line in f))[-1]

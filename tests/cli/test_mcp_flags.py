@@ -4,21 +4,13 @@
 from __future__ import annotations
 
 import importlib.util
-import shlex
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from advisorchain.cli import app
-
-HERE = Path(__file__).resolve().parent
-SERVER = HERE / "mcp_weather_server.py"
+from tests.support.mcp_helpers import http_server, stdio_command
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("advisorchain.mcp") is None or importlib.util.find_spec("mcp") is None,
@@ -34,8 +26,7 @@ def _chat(server_url: str, *args: str) -> tuple[int, str, str]:
 
 
 def test_mcp_over_stdio_serves_the_tools(server_url: str) -> None:
-    command = f"{shlex.quote(sys.executable)} {shlex.quote(str(SERVER))}"
-    code, out, err = _chat(server_url, "--mcp", command)
+    code, out, err = _chat(server_url, "--mcp", stdio_command("weather"))
     assert code == 0, err
     assert out == "w0 w1 w2 w3 w4 \n"
     assert '→ get_weather {"city": "Paris"}' in err
@@ -43,25 +34,8 @@ def test_mcp_over_stdio_serves_the_tools(server_url: str) -> None:
 
 @pytest.fixture
 def mcp_url() -> Iterator[str]:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    process = subprocess.Popen(
-        [sys.executable, str(SERVER), str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
-    try:
-        deadline = time.monotonic() + 120  # a bound for a hang
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "the MCP server did not start"
-                time.sleep(0.1)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        process.kill()
-        process.wait()
+    with http_server("weather") as url:
+        yield url
 
 
 def test_mcp_over_http_serves_the_tools(server_url: str, mcp_url: str) -> None:

@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from held_server import HeldServer
 
 from advisorchain.cli import app
+from tests.support.openai_server import ScriptedServer
+from tests.support.scripts import chat_answer
 
 HERE = Path(__file__).resolve().parent
 
@@ -59,15 +60,15 @@ def test_chat_trace_in_one_pipe_keeps_every_line_whole(server_url: str) -> None:
     assert all(line.startswith(("│", "├", "└", " ")) for line in lines[4:])
 
 
-def test_a_silent_server_is_named_then_given_up_after_the_timeout(held: HeldServer) -> None:
+def test_a_silent_server_is_named_then_given_up_after_the_timeout(held: ScriptedServer) -> None:
     for _ in range(3):  # the request and the SDK's two retries, none answered
-        held.reply(hold=threading.Event())
+        held.queue(chat_answer(hold=threading.Event()))
     result = CliRunner().invoke(
-        app, ["chat", "--model", "openai:m", "--base-url", held.url, "--timeout", "1", "-p", "hi"]
+        app, ["chat", "--model", "openai:m", "--base-url", held.base_url, "--timeout", "1", "-p", "hi"]
     )
     assert result.exit_code == 1
     lines = result.stderr.strip().splitlines()
-    assert lines[0].startswith(f"… no reply from {held.url} for ") and "(waiting up to 1 s" in lines[0]
+    assert lines[0].startswith(f"… no reply from {held.base_url} for ") and "(waiting up to 1 s" in lines[0]
     assert [line for line in lines if line.startswith("↻")] == [
         line for line in lines if line.startswith("↻ retrying in ") and line.endswith(", timeout")
     ]

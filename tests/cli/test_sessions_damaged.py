@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
-from panes import Pane, exited, prompts
 
 from advisorchain.cli import app
 from advisorchain.cli._sessions import Store, open_store, store_label
 from advisorchain.memory import MessageWindowChatMemory, read_entries
 from advisorchain.messages import AssistantMessage, UserMessage
+from tests.support.panes import Pane, exited, prompts
 
 BAD = "{not json"
 LATER = '{"type":"user","text":"later","metadata":{}}'

@@ -11,10 +11,11 @@ import threading
 from collections.abc import Callable
 
 from click.testing import CliRunner
-from held_server import HeldServer
-from panes import SPINNER, Pane, exited, prompts
 
 from advisorchain.cli import app
+from tests.support.openai_server import ScriptedServer
+from tests.support.panes import SPINNER, Pane, exited, prompts
+from tests.support.scripts import chat_answer
 
 
 def test_the_spinner_turns_until_the_first_token_and_never_touches_the_answer(
@@ -32,11 +33,11 @@ def test_the_spinner_turns_until_the_first_token_and_never_touches_the_answer(
 
 
 def test_the_typed_question_stays_on_screen_while_waiting_and_after_the_answer(
-    terminal: Callable[..., Pane], held: HeldServer
+    terminal: Callable[..., Pane], held: ScriptedServer
 ) -> None:
     go = threading.Event()
-    held.reply("fast ", "answer", hold=go)
-    pane = terminal("--model openai:m", tools=None, base_url=held.url)
+    held.queue(chat_answer("fast ", "answer", hold=go))
+    pane = terminal("--model openai:m", tools=None, base_url=held.base_url)
     pane.wait_for(lambda f: prompts(f) == 1)
     pane.keys("what is up?", "Enter")
     waiting = pane.wait_for(lambda f: any("thinking…" in line for line in f))[-1]
@@ -76,11 +77,11 @@ def test_interactive_chat_answers_each_line_until_end_of_input(terminal: Callabl
 
 
 def test_ctrl_c_cancels_the_answer_in_flight_keeps_nothing_of_it_and_returns_to_the_prompt(
-    terminal: Callable[..., Pane], held: HeldServer
+    terminal: Callable[..., Pane], held: ScriptedServer
 ) -> None:
-    held.reply("half ", "an ", stall=True)  # two pieces, then silence: the answer is in flight
-    held.reply("second answer")
-    pane = terminal("--model openai:m --session trip", tools=None, base_url=held.url)
+    held.queue(chat_answer("half ", "an ", stall=True))  # two pieces, then silence: the answer is in flight
+    held.queue(chat_answer("second answer"))
+    pane = terminal("--model openai:m --session trip", tools=None, base_url=held.base_url)
     pane.wait_for(lambda f: prompts(f) == 1)
     pane.keys("first question", "Enter")
     pane.wait_for(lambda f: "half an" in f)
@@ -94,14 +95,14 @@ def test_ctrl_c_cancels_the_answer_in_flight_keeps_nothing_of_it_and_returns_to_
     shown = CliRunner().invoke(app, ["sessions", "show", "trip"])
     assert shown.stdout.splitlines() == ["user: second question", "assistant: second answer"]
     # the second request carried no trace of the cancelled turn
-    assert [m["content"] for m in held.wait_for_requests(2)[1]["messages"]] == ["second question"]
+    assert [m["content"] for m in held.wait_for_requests(2)[1].body["messages"]] == ["second question"]
 
 
 def test_ctrl_c_while_waiting_for_the_first_byte_cancels_too(
-    terminal: Callable[..., Pane], held: HeldServer
+    terminal: Callable[..., Pane], held: ScriptedServer
 ) -> None:
-    held.reply(hold=threading.Event())  # never answers
-    pane = terminal("--model openai:m", tools=None, base_url=held.url)
+    held.queue(chat_answer(hold=threading.Event()))  # never answers
+    pane = terminal("--model openai:m", tools=None, base_url=held.base_url)
     pane.wait_for(lambda f: prompts(f) == 1)
     pane.keys("anyone there?", "Enter")
     pane.wait_for(lambda f: any("thinking…" in line for line in f))
@@ -121,8 +122,8 @@ def test_one_ctrl_c_at_an_empty_prompt_stays_and_a_second_leaves(terminal: Calla
     assert "EXIT=0" in pane.wait_for(exited)[-1]
 
 
-def test_ctrl_c_clears_the_line_being_typed(terminal: Callable[..., Pane], held: HeldServer) -> None:
-    pane = terminal("--model openai:m", tools=None, base_url=held.url)
+def test_ctrl_c_clears_the_line_being_typed(terminal: Callable[..., Pane], held: ScriptedServer) -> None:
+    pane = terminal("--model openai:m", tools=None, base_url=held.base_url)
     pane.wait_for(lambda f: prompts(f) == 1)
     pane.type("never sent")
     pane.wait_for(lambda f: "you> never sent" in f)
@@ -153,8 +154,8 @@ def test_ctrl_c_at_an_approval_question_cancels_that_turn_only(terminal: Callabl
 # -- line editing and history --------------------------------------------------------------------
 
 
-def test_line_editing_and_history_work_at_the_prompt(terminal: Callable[..., Pane], held: HeldServer) -> None:
-    pane = terminal("--model openai:m", tools=None, base_url=held.url)
+def test_line_editing_and_history_work_at_the_prompt(terminal: Callable[..., Pane], held: ScriptedServer) -> None:
+    pane = terminal("--model openai:m", tools=None, base_url=held.base_url)
     pane.wait_for(lambda f: prompts(f) == 1)
     pane.type("helo")
     pane.keys("Left")
@@ -172,9 +173,9 @@ def test_line_editing_and_history_work_at_the_prompt(terminal: Callable[..., Pan
 
 
 def test_help_and_an_unknown_command_never_reach_the_model(
-    terminal: Callable[..., Pane], held: HeldServer
+    terminal: Callable[..., Pane], held: ScriptedServer
 ) -> None:
-    pane = terminal("--model openai:m", tools=None, base_url=held.url)
+    pane = terminal("--model openai:m", tools=None, base_url=held.base_url)
     pane.wait_for(lambda f: prompts(f) == 1)
     pane.keys("/help", "Enter")
     screen = pane.wait_for(lambda f: prompts(f) == 2)[-1]
@@ -190,8 +191,8 @@ def test_help_and_an_unknown_command_never_reach_the_model(
     assert "EXIT=0" in pane.wait_for(exited)[-1]
 
 
-def test_switch_new_sessions_system_model_and_trace(terminal: Callable[..., Pane], held: HeldServer) -> None:
-    pane = terminal("--model openai:first", tools=None, base_url=held.url)
+def test_switch_new_sessions_system_model_and_trace(terminal: Callable[..., Pane], held: ScriptedServer) -> None:
+    pane = terminal("--model openai:first", tools=None, base_url=held.base_url)
     pane.wait_for(lambda f: prompts(f) == 1)
     steps = [
         "/switch work",
@@ -208,7 +209,7 @@ def test_switch_new_sessions_system_model_and_trace(terminal: Callable[..., Pane
         pane.keys(step, "Enter")
         pane.wait_for(lambda f, n=n: prompts(f) == n)
     screen = pane.capture()
-    requests = held.wait_for_requests(3)
+    requests = [r.body for r in held.wait_for_requests(3)]
     assert [r["model"] for r in requests] == ["first", "second", "second"]
     assert [m["content"] for m in requests[1]["messages"]] == ["Be brief.", "one", "ok", "two"]
     assert [m["content"] for m in requests[2]["messages"]] == ["Be brief.", "three"]  # /new: a fresh one
@@ -218,31 +219,31 @@ def test_switch_new_sessions_system_model_and_trace(terminal: Callable[..., Pane
     assert listed == ["user: one", "assistant: ok", "user: two", "assistant: ok"]
 
 
-def test_a_bad_model_keeps_the_current_one(terminal: Callable[..., Pane], held: HeldServer) -> None:
-    pane = terminal("--model openai:first", tools=None, base_url=held.url)
+def test_a_bad_model_keeps_the_current_one(terminal: Callable[..., Pane], held: ScriptedServer) -> None:
+    pane = terminal("--model openai:first", tools=None, base_url=held.base_url)
     pane.wait_for(lambda f: prompts(f) == 1)
     pane.keys("/model gpt-4o", "Enter")
     screen = pane.wait_for(lambda f: prompts(f) == 2)[-1]
     assert any(line.startswith("error: 'gpt-4o' is not provider:name; use one of openai:") for line in screen)
     pane.keys("hi", "Enter")
     pane.wait_for(lambda f: prompts(f) == 3)
-    assert held.wait_for_requests(1)[0]["model"] == "first"
+    assert held.wait_for_requests(1)[0].body["model"] == "first"
 
 
 # -- a silent server -------------------------------------------------------------------------------
 
 
 def test_a_silent_server_is_named_and_the_chat_goes_on(
-    terminal: Callable[..., Pane], held: HeldServer
+    terminal: Callable[..., Pane], held: ScriptedServer
 ) -> None:
     for _ in range(3):  # the request and the SDK's two retries: all unanswered
-        held.reply(hold=threading.Event())
-    held.reply("back")
-    pane = terminal("--model openai:m --timeout 1", tools=None, base_url=held.url)
+        held.queue(chat_answer(hold=threading.Event()))
+    held.queue(chat_answer("back"))
+    pane = terminal("--model openai:m --timeout 1", tools=None, base_url=held.base_url)
     pane.wait_for(lambda f: prompts(f) == 1)
     pane.keys("hello?", "Enter")
     screen = pane.wait_for(lambda f: prompts(f) == 2)[-1]
-    assert any(line.startswith(f"… no reply from {held.url} for ") for line in screen)
+    assert any(line.startswith(f"… no reply from {held.base_url} for ") for line in screen)
     errors = [line for line in screen if line.startswith("error: ")]
     assert len(errors) == 1 and errors[0].startswith("error: openai request timed out")
     assert "--timeout SECONDS waits longer" in "".join(screen)  # the line wraps at the pane's width

@@ -4,14 +4,10 @@ from the provider makes it do."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from compaction_support import Provider, answered, ask, lookup, summary, text, texts
-from opentelemetry import trace
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from advisorchain import (
@@ -33,6 +29,7 @@ from advisorchain import (
     UserMessage,
 )
 from advisorchain.testing import FunctionChatModel, ScriptedChatModel
+from tests.compaction.compaction_support import Provider, answered, ask, lookup, summary, text, texts
 
 SYSTEM = SystemMessage(text(5, "sys"))
 U1, A1 = UserMessage(text(10, "u1")), AssistantMessage(text(10, "a1"))
@@ -45,24 +42,6 @@ BIG_HISTORY: list[Message] = [
     UserMessage(text(40, "u2")),
     AssistantMessage(text(40, "a2")),
 ]
-
-_exporter = InMemorySpanExporter()
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _provider() -> None:
-    if not isinstance(trace.get_tracer_provider(), TracerProvider):
-        trace.set_tracer_provider(TracerProvider())
-    provider = trace.get_tracer_provider()
-    assert isinstance(provider, TracerProvider)
-    provider.add_span_processor(SimpleSpanProcessor(_exporter))
-
-
-@pytest.fixture
-def spans() -> Iterator[InMemorySpanExporter]:
-    _exporter.clear()
-    yield _exporter
-
 
 def client(provider: Provider, advisor: ContextCompactionAdvisor, **kwargs: Any) -> ChatClient:
     return ChatClient(provider.model, default_advisors=[advisor], default_tools=[lookup], **kwargs)
@@ -432,21 +411,15 @@ def test_the_summary_usage_of_the_chains_model_joins_the_response_usage() -> Non
 # -- failures ------------------------------------------------------------------------------------
 
 
-def test_a_blank_summary_is_an_error_and_the_model_is_not_called() -> None:
-    provider = Provider(["never"], summaries=["   "])
+@pytest.mark.parametrize(
+    ("summary", "said"),
+    [("   ", "returned no text"), (ModelError("summarizer down"), "summarizer down")],
+    ids=["a blank summary", "a failing summarizer"],
+)
+def test_no_summary_fails_the_call_and_the_model_is_not_called(summary: object, said: str) -> None:
+    provider = Provider(["never"], summaries=[summary])
 
-    with pytest.raises(ModelError, match="returned no text"):
-        client(provider, ContextCompactionAdvisor(max_tokens=40)).prompt().messages(HISTORY).user(
-            QUESTION.text
-        ).call().content()
-
-    assert provider.prompts == []
-
-
-def test_a_failing_summarizer_fails_the_call() -> None:
-    provider = Provider(["never"], summaries=[ModelError("summarizer down")])
-
-    with pytest.raises(ModelError, match="summarizer down"):
+    with pytest.raises(ModelError, match=said):
         client(provider, ContextCompactionAdvisor(max_tokens=40)).prompt().messages(HISTORY).user(
             QUESTION.text
         ).call().content()

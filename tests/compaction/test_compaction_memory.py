@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from compaction_support import SUMMARY, Provider, ask, text, texts
 
 from advisorchain import (
     AssistantMessage,
@@ -31,6 +30,7 @@ from advisorchain import (
     UserMessage,
     tool,
 )
+from tests.compaction.compaction_support import SUMMARY, Provider, ask, text, texts
 
 OUTSIDE = MessageChatMemoryAdvisor.DEFAULT_ORDER
 INSIDE_AFTER = Ordered.HIGHEST_PRECEDENCE + 400  # inside the loop, after the compaction advisor's order
@@ -300,31 +300,34 @@ def test_a_model_failure_after_a_compaction_stores_nothing_of_the_turn(place: st
     assert not any(m.text.startswith(SUMMARY) for m in after if isinstance(m, UserMessage))
 
 
+FAILED_COMPACTIONS = {
+    "a failing summarizer": (
+        lambda: Provider([agent(0)] * 5, summaries=[ModelError("summarizer down")]),
+        40,
+        ModelError,
+        "summarizer down",
+    ),
+    "a second overflow": (
+        lambda: Provider(
+            [agent(0), agent(0), ContextLengthExceededError("too long"), ContextLengthExceededError("again")]
+        ),
+        1000,
+        ContextLengthExceededError,
+        "again",
+    ),
+}
+
+
+@pytest.mark.parametrize("failure", list(FAILED_COMPACTIONS))
 @pytest.mark.parametrize("place", list(PLACES))
-def test_a_failing_summarizer_stores_nothing_of_the_turn(place: str) -> None:
-    provider = Provider([agent(0)] * 5, summaries=[ModelError("summarizer down")])
+def test_a_turn_whose_compaction_fails_stores_nothing_of_it(place: str, failure: str) -> None:
+    make_provider, max_tokens, error, said = FAILED_COMPACTIONS[failure]
     memory = MessageWindowChatMemory(max_messages=1000)
-    client = build(provider, memory, place, max_tokens=40)
+    client = build(make_provider(), memory, place, max_tokens=max_tokens)
     run_turns(client, [1, 2], stream=False)
     before = memory.get("c1")
 
-    with pytest.raises(ModelError, match="summarizer down"):
-        run_turns(client, [3], stream=False)
-
-    assert memory.get("c1") == before
-
-
-@pytest.mark.parametrize("place", list(PLACES))
-def test_a_second_overflow_stores_nothing_of_the_turn(place: str) -> None:
-    provider = Provider(
-        [agent(0), agent(0), ContextLengthExceededError("too long"), ContextLengthExceededError("again")]
-    )
-    memory = MessageWindowChatMemory(max_messages=1000)
-    client = build(provider, memory, place, max_tokens=1000)
-    run_turns(client, [1, 2], stream=False)
-    before = memory.get("c1")
-
-    with pytest.raises(ContextLengthExceededError, match="again"):
+    with pytest.raises(error, match=said):
         run_turns(client, [3], stream=False)
 
     assert memory.get("c1") == before

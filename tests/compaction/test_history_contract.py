@@ -8,7 +8,6 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from compaction_support import answered, ask, lookup
 
 from advisorchain import (
     AdvisorParams,
@@ -29,6 +28,7 @@ from advisorchain import (
 from advisorchain.advisors.chain import CallAdvisorChain
 from advisorchain.advisors.history import replace_history, replacements_in
 from advisorchain.testing import ScriptedChatModel
+from tests.compaction.compaction_support import answered, ask, lookup
 
 
 class Redactor:

@@ -3,13 +3,10 @@ from the request the advisor received, on the call and the stream path."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from opentelemetry import trace
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from advisorchain import (
@@ -33,23 +30,6 @@ from advisorchain import (
     tool,
 )
 from advisorchain.testing import FunctionChatModel, ScriptedChatModel
-
-_exporter = InMemorySpanExporter()
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _provider() -> None:
-    if not isinstance(trace.get_tracer_provider(), TracerProvider):
-        trace.set_tracer_provider(TracerProvider())
-    provider = trace.get_tracer_provider()
-    assert isinstance(provider, TracerProvider)
-    provider.add_span_processor(SimpleSpanProcessor(_exporter))
-
-
-@pytest.fixture
-def spans() -> Iterator[InMemorySpanExporter]:
-    _exporter.clear()
-    yield _exporter
 
 
 def smaller(request: ChatClientRequest, error: BaseException, attempt: int) -> ChatClientRequest:

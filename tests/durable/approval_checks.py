@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from agent_app import stored
-from scripted_server import FINAL, ScriptedServer
-
 from advisorchain import AssistantMessage, ToolCall, ToolResponse, ToolResponseMessage, UserMessage
+from tests.durable.agent_app import stored
+from tests.support.openai_server import ScriptedServer
+from tests.support.scripts import AGENT_FINAL, round_counts
 
 DENIAL = "Error: the user denied this tool call: not now"
 CALLS = (
@@ -30,11 +30,11 @@ def tool_answers(server: ScriptedServer, model: str) -> dict[str, str]:
 def assert_decided_once(server: ScriptedServer, model: str, tool_file: Path, memory_db: Path) -> None:
     assert tool_file.read_text(encoding="utf-8").split() == ["g1"]  # approved: ran once; denied: never
     assert tool_answers(server, model) == {"call_a": "guarded 1", "call_b": DENIAL}
-    assert server.counts[(model, 1)] == 1  # the round that asked is never asked again
-    assert server.counts[(model, 2)] == 1
+    assert round_counts(server)[(model, 1)] == 1  # the round that asked is never asked again
+    assert round_counts(server)[(model, 2)] == 1
     assert stored(memory_db, "c1") == [
         UserMessage("Record 1 and 2."),
         AssistantMessage(None, CALLS),
         DECISION_ROUND,
-        AssistantMessage(FINAL),
+        AssistantMessage(AGENT_FINAL),
     ]

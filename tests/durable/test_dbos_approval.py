@@ -1,25 +1,25 @@
-"""Approval inside durable runs on DBOS (SQLite and PostgreSQL): the run publishes its pending calls
-(an event), waits with recv for the decisions, resumes, and survives a killed process and a
-relaunched DBOS runtime."""
+"""Approval inside durable runs on DBOS (SQLite and PostgreSQL), what is DBOS's own: a run without
+memory resumes from its history, decisions for a run that is not waiting, a relaunched runtime and
+a killed process while the run waits (what both engines promise is in test_durable_approval.py)."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
-from agent_app import build_client
-from approval_checks import CALLS, assert_decided_once
-from scripted_server import FINAL, ScriptedServer
-from worker_processes import Workers
 
 from advisorchain import AssistantMessage, ChainConfigurationError, ChatClient, Denied, ToolCall, tool
 from advisorchain.testing import ScriptedChatModel
+from tests.durable.agent_app import build_client
+from tests.durable.approval_checks import CALLS, assert_decided_once
+from tests.durable.engines import DBOSEngine, close_model, launch_dbos, waiting
+from tests.durable.worker_processes import Workers
+from tests.support.openai_server import ScriptedServer
+from tests.support.scripts import AGENT_FINAL
 
 dbos = pytest.importorskip("dbos")
 
@@ -29,67 +29,7 @@ DBOS = dbos.DBOS
 DECISIONS = {"call_a": True, "call_b": Denied("not now")}
 
 
-def _config(url: str) -> dict[str, Any]:
-    return {
-        "name": "advisorchain-approval-test",
-        "system_database_url": url,
-        "notification_listener_polling_interval_sec": 0.05,
-    }
-
-
-@pytest.fixture
-def launch(system_db: str) -> Iterator[Callable[[], None]]:
-    """Launch DBOS on a fresh system database (after the test built its agents); destroyed after."""
-
-    def start() -> None:
-        DBOS(config=_config(system_db))  # type: ignore[arg-type]
-        DBOS.launch()
-
-    yield start
-    DBOS.destroy(destroy_registry=True)
-
-
-async def _waiting(agent: DBOSAgent[Any], workflow_id: str) -> tuple[ToolCall, ...]:
-    """The pending calls, once the run waits for them (polled: the test has no other signal)."""
-    deadline = time.monotonic() + 600  # a bound for a hang: a busy machine may take minutes
-    while time.monotonic() < deadline:
-        pending = await agent.pending(workflow_id)
-        if pending:
-            return pending
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"run {workflow_id!r} never waited for approval")
-
-
-def _agent(server: ScriptedServer, tmp_path: Path, name: str = "approver") -> tuple[DBOSAgent[Any], str]:
-    model = f"approve-{uuid.uuid4().hex}"
-    client = build_client(server.base_url, model, tmp_path / "tools.txt", tmp_path / "memory.sqlite")
-    return DBOSAgent(client, name=name), model
-
-
-async def _close(agent: DBOSAgent[Any]) -> None:
-    """Close the in-process OpenAI client's pooled connections to the scripted server."""
-    await agent.parts.client.model.client.close()  # type: ignore[attr-defined]
-
-
-async def test_a_run_waits_for_decisions_then_runs_the_approved_call_and_answers_the_denied_one(
-    server: ScriptedServer, launch: Callable[[], None], tmp_path: Path
-) -> None:
-    agent, model = _agent(server, tmp_path)
-    launch()
-    await agent.start("Record 1 and 2.", conversation_id="c1", workflow_id="w1")
-    pending = await _waiting(agent, "w1")
-    await agent.decide("w1", DECISIONS)
-    result = await agent.result("w1")
-    after = await agent.pending("w1")
-    await _close(agent)
-
-    assert pending == CALLS
-    assert result.output == FINAL
-    assert after == ()
-    assert_decided_once(server, model, tmp_path / "tools.txt", tmp_path / "memory.sqlite")
-
-
-async def test_without_memory_the_run_resumes_from_its_history(launch: Callable[[], None]) -> None:
+async def test_without_memory_the_run_resumes_from_its_history(launch: Callable[..., None], system_db: str) -> None:
     ran: list[int] = []
 
     @tool(requires_approval=True)
@@ -100,9 +40,9 @@ async def test_without_memory_the_run_resumes_from_its_history(launch: Callable[
 
     model = ScriptedChatModel([AssistantMessage(tool_calls=[ToolCall("c1", "charge", '{"cents": 5}')]), "no"])
     agent = DBOSAgent(ChatClient(model, default_tools=[charge]), name="history")
-    launch()
+    launch(system_db)
     await agent.start("Pay.", system="Be brief.", workflow_id="w2")
-    await _waiting(agent, "w2")
+    await waiting(DBOSEngine(system_db), agent, "w2")
     await agent.decide("w2", {"c1": Denied()})
     result = await agent.result("w2")
 
@@ -119,64 +59,38 @@ async def test_without_memory_the_run_resumes_from_its_history(launch: Callable[
     ]
 
 
-async def test_decisions_that_do_not_match_the_pending_calls_are_refused_and_nothing_is_sent(
-    server: ScriptedServer, launch: Callable[[], None], tmp_path: Path
+async def test_decisions_for_a_run_that_is_not_waiting_are_refused_naming_it(
+    launch: Callable[..., None], system_db: str
 ) -> None:
-    agent, _ = _agent(server, tmp_path)
-    launch()
-    await agent.start("Record 1 and 2.", conversation_id="c1", workflow_id="w3")
-    await _waiting(agent, "w3")
-    with pytest.raises(ChainConfigurationError, match=r"'call_b' \(tool 'guarded'\)"):
-        await agent.decide("w3", {"call_a": True})
-    with pytest.raises(ChainConfigurationError, match=r"\['call_x'\]"):
-        await agent.decide("w3", {**DECISIONS, "call_x": True})
+    agent = DBOSAgent(ChatClient(ScriptedChatModel([])), name="approver")
+    launch(system_db)
     with pytest.raises(ChainConfigurationError, match="'nobody' is not waiting"):
         await agent.decide("nobody", DECISIONS)
-    still = await agent.pending("w3")
-    await DBOS.cancel_workflow_async("w3")
-    await _close(agent)
-
-    assert still == CALLS
-
-
-async def test_a_streamed_run_ends_its_stream_waiting_for_approval_and_streams_on_after_the_decision(
-    server: ScriptedServer, launch: Callable[[], None], tmp_path: Path
-) -> None:
-    agent, model = _agent(server, tmp_path, name="approvestream")
-    launch()
-    first = [c async for c in agent.stream("Record 1 and 2.", conversation_id="c1", workflow_id="w4")]
-    await agent.decide("w4", DECISIONS)
-    rest = [c async for c in agent.chunks("w4", offset=len(first))]
-    result = await agent.result("w4")
-
-    assert first[-1].metadata.finish_reason == "approvalRequired"
-    assert tuple(first[-1].result.output.tool_calls) == CALLS
-    assert "".join(c.text or "" for c in rest) == FINAL
-    assert result.output == FINAL
-    assert_decided_once(server, model, tmp_path / "tools.txt", tmp_path / "memory.sqlite")
 
 
 async def test_an_approval_waits_across_a_relaunched_dbos_runtime(
     server: ScriptedServer, system_db: str, tmp_path: Path
 ) -> None:
-    agent, model = _agent(server, tmp_path)
-    DBOS(config=_config(system_db))  # type: ignore[arg-type]
-    DBOS.launch()
+    model = f"approve-{uuid.uuid4().hex}"
+    engine = DBOSEngine(system_db)
+    agent = engine.agent(
+        build_client(server.base_url, model, tmp_path / "tools.txt", tmp_path / "memory.sqlite"), name="approver"
+    )
+    launch_dbos(system_db)
     try:
         await agent.start("Record 1 and 2.", conversation_id="c1", workflow_id="w5")
-        await _waiting(agent, "w5")
+        await waiting(engine, agent, "w5")
         DBOS.destroy()  # the runtime goes away while the run waits; the database keeps it
-        DBOS(config=_config(system_db))  # type: ignore[arg-type]
-        DBOS.launch()  # recovers the waiting run
-        pending = await _waiting(agent, "w5")
+        launch_dbos(system_db)  # recovers the waiting run
+        pending = await waiting(engine, agent, "w5")
         await agent.decide("w5", DECISIONS)
         result = await agent.result("w5")
-        await _close(agent)
+        await close_model(agent)
     finally:
         DBOS.destroy(destroy_registry=True)
 
     assert pending == CALLS
-    assert result.output == FINAL
+    assert result.output == AGENT_FINAL
     assert_decided_once(server, model, tmp_path / "tools.txt", tmp_path / "memory.sqlite")
 
 
@@ -189,11 +103,11 @@ async def test_an_approval_waits_across_a_killed_process(
         tmp_path / "memory.sqlite",
         tmp_path / "result.json",
     )
-    common = (server.base_url, model, str(tool_file), str(memory_db), str(result_file))
-    first = workers.start("dbos", system_db, "await-approval", workflow_id, *common)
+    args = ("agent", system_db, workflow_id, str(result_file), server.base_url, model, str(tool_file), str(memory_db))
+    first = workers.start("dbos", "await-approval", *args)
     workers.kill(first)
-    second = workers.start("dbos", system_db, "decide", workflow_id, *common, wait_ready=False)
+    second = workers.start("dbos", "decide", *args, wait_ready=False)
     assert await asyncio.to_thread(second.wait, 600) == 0
 
-    assert json.loads(result_file.read_text(encoding="utf-8")) == {"output": FINAL}
+    assert json.loads(result_file.read_text(encoding="utf-8")) == {"output": AGENT_FINAL}
     assert_decided_once(server, model, tool_file, memory_db)

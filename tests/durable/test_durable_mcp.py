@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 
@@ -22,20 +21,10 @@ from advisorchain.mcp import McpServerStdio  # noqa: E402
 DBOS = dbos.DBOS
 
 
-@pytest.fixture
-def launch(tmp_path: Path) -> Iterator[Callable[[], None]]:
-    def start() -> None:
-        DBOS(
-            config={"name": "advisorchain-mcp", "system_database_url": f"sqlite:///{tmp_path / 'sys.sqlite'}"}
-        )
-        DBOS.launch()
-
-    yield start
-    DBOS.destroy(destroy_registry=True)
 
 
 async def test_a_call_on_a_real_mcp_server_is_one_recorded_step_of_a_durable_run(
-    launch: Callable[[], None],
+    launch: Callable[..., None],
 ) -> None:
     model = ScriptedChatModel(
         [

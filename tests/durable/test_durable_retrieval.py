@@ -5,21 +5,22 @@ failure fails the run naming it, before any model call."""
 from __future__ import annotations
 
 import asyncio
-import json
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
 import pytest_asyncio
-from rag_app import build_rag_client, knowledge_store, searches
-from scripted_server import FINAL, ScriptedServer
-from worker_processes import Workers
 
 from advisorchain import ChatClient, ModelError
 from advisorchain.testing import FunctionChatModel
+from tests.durable.engines import Crash
+from tests.durable.rag_app import knowledge_store, searches
+from tests.durable.worker import APPS
+from tests.support.openai_server import ScriptedServer
+from tests.support.scripts import AGENT_FINAL, round_counts, wait_for_round
 
 pytest.importorskip("apsw")  # the rag extra
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -32,7 +33,7 @@ from advisorchain.rag import (  # noqa: E402
     VectorStoreDocumentRetriever,
 )
 
-QUESTION = "Which slot holds back WAL? Record 1 and 2."
+QUESTION = APPS["rag"].question
 
 _THREADS = ThreadPoolExecutor(thread_name_prefix="durable-retrieval")
 
@@ -141,19 +142,7 @@ async def test_temporal_a_failing_store_fails_the_run_naming_it_before_any_model
 # -- DBOS, in process ---------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def launch(tmp_path: Path) -> Iterator[Callable[[], None]]:
-    from dbos import DBOS
-
-    def start() -> None:
-        DBOS(config={"name": "advisorchain-rag-test", "system_database_url": f"sqlite:///{tmp_path / 'sys.sqlite'}"})
-        DBOS.launch()
-
-    yield start
-    DBOS.destroy(destroy_registry=True)
-
-
-async def test_dbos_a_search_is_one_recorded_step(launch: Callable[[], None], tmp_path: Path) -> None:
+async def test_dbos_a_search_is_one_recorded_step(launch: Callable[..., None], tmp_path: Path) -> None:
     from dbos import DBOS
 
     from advisorchain.durable.dbos import DBOSAgent
@@ -175,7 +164,7 @@ async def test_dbos_a_search_is_one_recorded_step(launch: Callable[[], None], tm
 
 
 async def test_dbos_an_embedding_models_failure_is_a_model_error_before_any_model_call(
-    launch: Callable[[], None], tmp_path: Path
+    launch: Callable[..., None], tmp_path: Path
 ) -> None:
     from advisorchain.durable.dbos import DBOSAgent
 
@@ -203,50 +192,20 @@ async def test_dbos_an_embedding_models_failure_is_a_model_error_before_any_mode
 
 def _assert_searched_once_and_every_round_saw_the_documents(server: ScriptedServer, model: str, queries: Path) -> None:
     assert searches(queries) == [QUESTION]  # recorded before the kill, never repeated
-    assert (server.counts[(model, 1)], server.counts[(model, 2)], server.counts[(model, 3)]) == (1, 2, 1)
+    assert (round_counts(server)[(model, 1)], round_counts(server)[(model, 2)], round_counts(server)[(model, 3)]) == (1, 2, 1)
     users = [b["messages"][0]["content"] for b in server.bodies if b["model"] == model]
     assert len(users) == 4 and all("E1054 holds back old WAL files" in u for u in users)
 
 
-async def test_temporal_a_killed_worker_resumes_without_searching_again(
-    server: ScriptedServer, temporal_env: Any, workers: Workers, tmp_path: Path
+async def test_a_killed_worker_resumes_without_searching_again(
+    crash: Crash, server: ScriptedServer, tmp_path: Path
 ) -> None:
-    from advisorchain.durable.temporal import TemporalAgent
-
-    model, queue = f"hang2-{uuid.uuid4().hex}", f"q-{uuid.uuid4().hex}"
+    model = f"hang2-{uuid.uuid4().hex}"
     tool_file, knowledge, queries = tmp_path / "tools.txt", tmp_path / "kb.db", tmp_path / "queries.txt"
-    target = temporal_env.client.service_client.config.target_host
-    args = ("temporal", target, queue, server.base_url, model, str(tool_file), str(knowledge), str(queries))
-    first = workers.start(*args, script="rag_worker.py")
-    agent = TemporalAgent(build_rag_client(server.base_url, model, tool_file, knowledge, queries), name="ragcrash")
-    handle = await agent.start(temporal_env.client, QUESTION, id=f"run-{model}", task_queue=queue)
-    await asyncio.to_thread(server.wait_for, model, 2)
-    workers.kill(first)
-    workers.start(*args, script="rag_worker.py")
-    result = await agent.result(handle)
+    await crash.start("rag", server.base_url, model, str(tool_file), str(knowledge), str(queries))
+    await asyncio.to_thread(wait_for_round, server, model, 2)
+    output = await crash.finish()
 
-    assert result.output == FINAL
-    _assert_searched_once_and_every_round_saw_the_documents(server, model, queries)
-    assert tool_file.read_text().split() == ["1", "2"]
-
-
-async def test_dbos_a_killed_process_resumes_without_searching_again(
-    server: ScriptedServer, system_db: str, workers: Workers, tmp_path: Path
-) -> None:
-    model, workflow_id = f"hang2-{uuid.uuid4().hex}", f"run-{uuid.uuid4().hex}"
-    tool_file, knowledge, queries, result_file = (
-        tmp_path / "tools.txt",
-        tmp_path / "kb.db",
-        tmp_path / "queries.txt",
-        tmp_path / "result.json",
-    )
-    common = (server.base_url, model, str(tool_file), str(knowledge), str(queries), str(result_file))
-    first = workers.start("dbos", system_db, "start", workflow_id, *common, script="rag_worker.py")
-    await asyncio.to_thread(server.wait_for, model, 2)
-    workers.kill(first)
-    second = workers.start("dbos", system_db, "finish", workflow_id, *common, script="rag_worker.py", wait_ready=False)
-    assert await asyncio.to_thread(second.wait, 60) == 0
-
-    assert json.loads(result_file.read_text(encoding="utf-8")) == {"output": FINAL}
+    assert output == AGENT_FINAL
     _assert_searched_once_and_every_round_saw_the_documents(server, model, queries)
     assert tool_file.read_text().split() == ["1", "2"]

@@ -1,13 +1,15 @@
-"""A worker process for the crash tests: serves the test agent on Temporal or DBOS until killed.
+"""A worker process for the crash tests: serves a test agent on Temporal or DBOS until killed.
 
-    python worker.py temporal TARGET TASK_QUEUE BASE_URL MODEL TOOL_FILE MEMORY_DB
-    python worker.py dbos SYSTEM_DB_URL start|finish WORKFLOW_ID BASE_URL MODEL TOOL_FILE MEMORY_DB RESULT_FILE
+    python -m tests.durable.worker temporal APP TARGET TASK_QUEUE PART...
+    python -m tests.durable.worker dbos MODE APP SYSTEM_DB_URL WORKFLOW_ID RESULT_FILE PART...
 
-``dbos ... start`` launches DBOS, starts the run and waits to be killed; ``dbos ... finish``
-launches DBOS (which resumes the pending run), waits for the run and writes its result as JSON.
-``dbos ... await-approval`` starts the run, says READY once it waits for approval and waits to be
-killed; ``dbos ... decide`` launches DBOS (resuming the waiting run), approves ``call_a``, denies
-``call_b`` (reason ``not now``) and writes the run's result like ``finish``.
+APP is ``agent`` (``agent_app``; PART: BASE_URL MODEL TOOL_FILE MEMORY_DB) or ``rag`` (``rag_app``;
+PART: BASE_URL MODEL TOOL_FILE KNOWLEDGE_DB QUERY_FILE). ``dbos start`` launches DBOS, starts the
+run and waits to be killed; ``dbos finish`` launches DBOS (which resumes the pending run), waits for
+the run and writes its result as JSON. ``dbos await-approval`` starts the run, says READY once it
+waits for approval and waits to be killed; ``dbos decide`` launches DBOS (resuming the waiting run),
+approves ``call_a``, denies ``call_b`` (reason ``not now``) and writes the run's result like
+``finish``.
 """
 
 from __future__ import annotations
@@ -16,33 +18,56 @@ import asyncio
 import json
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from agent_app import build_client
-
-AGENT_NAME = "crashtest"
-TIMEOUT = timedelta(seconds=10)
-"""How long an activity may run: a killed worker's activity is retried once it has passed, and every
-other activity (a call to the loopback model server, a tool) ends well within it on a busy machine."""
+from advisorchain import ChatClient
 
 
-async def temporal_worker(
-    target: str, task_queue: str, base_url: str, model: str, tool_file: str, memory_db: str
-) -> None:
+def _agent_client(base_url: str, model: str, tool_file: str, memory_db: str) -> ChatClient:
+    from tests.durable.agent_app import build_client
+
+    return build_client(base_url, model, Path(tool_file), Path(memory_db))
+
+
+def _rag_client(base_url: str, model: str, tool_file: str, knowledge_db: str, query_file: str) -> ChatClient:
+    from tests.durable.rag_app import build_rag_client
+
+    return build_rag_client(base_url, model, Path(tool_file), Path(knowledge_db), Path(query_file))
+
+
+@dataclass(frozen=True)
+class App:
+    """An agent a worker serves: how to build it from the PART arguments, its name, how long an
+    activity may run (a killed worker's activity is retried once it has passed; every other one ends
+    well within it on a busy machine), the question a run asks and its conversation."""
+
+    build: Callable[..., ChatClient]
+    name: str
+    timeout: timedelta
+    question: str
+    conversation_id: str | None
+
+
+APPS = {
+    "agent": App(_agent_client, "crashtest", timedelta(seconds=10), "Record 1 and 2.", "c1"),
+    "rag": App(
+        _rag_client, "ragcrash", timedelta(seconds=2), "Which slot holds back WAL? Record 1 and 2.", None
+    ),
+}
+
+
+async def temporal_worker(app: str, target: str, task_queue: str, *parts: str) -> None:
     from temporalio.client import Client
     from temporalio.worker import Worker
 
     from advisorchain.durable.temporal import TemporalAgent
 
-    agent = TemporalAgent(
-        build_client(base_url, model, Path(tool_file), Path(memory_db)),
-        name=AGENT_NAME,
-        start_to_close_timeout=TIMEOUT,
-    )
+    served = APPS[app]
+    agent = TemporalAgent(served.build(*parts), name=served.name, start_to_close_timeout=served.timeout)
     client = await Client.connect(target)
     # No sticky cache: a replacement worker takes over the run's next workflow task at once.
     async with Worker(
@@ -66,34 +91,21 @@ async def waiting(agent: Any, workflow_id: str) -> None:
     raise TimeoutError(f"run {workflow_id!r} never waited for approval")
 
 
-def dbos_worker(
-    url: str,
-    mode: str,
-    workflow_id: str,
-    base_url: str,
-    model: str,
-    tool_file: str,
-    memory_db: str,
-    result_file: str,
-) -> None:
+def dbos_worker(mode: str, app: str, url: str, workflow_id: str, result_file: str, *parts: str) -> None:
     from dbos import DBOS
 
     from advisorchain import Denied
     from advisorchain.durable.dbos import DBOSAgent
+    from tests.durable.engines import launch_dbos
 
-    agent = DBOSAgent(build_client(base_url, model, Path(tool_file), Path(memory_db)), name=AGENT_NAME)
-    DBOS(
-        config={
-            "name": "advisorchain-durable-test",
-            "system_database_url": url,
-            "notification_listener_polling_interval_sec": 0.05,
-        }
-    )
-    DBOS.launch()
+    served = APPS[app]
+    agent = DBOSAgent(served.build(*parts), name=served.name)
+    launch_dbos(url)
+    options = {"conversation_id": served.conversation_id} if served.conversation_id else {}
 
     async def main() -> object:
         if mode in ("start", "await-approval"):
-            await agent.start("Record 1 and 2.", conversation_id="c1", workflow_id=workflow_id)
+            await agent.start(served.question, workflow_id=workflow_id, **options)
             if mode == "await-approval":
                 await waiting(agent, workflow_id)
             print("READY", flush=True)
@@ -112,6 +124,6 @@ def dbos_worker(
 
 if __name__ == "__main__":
     if sys.argv[1] == "temporal":
-        asyncio.run(temporal_worker(*sys.argv[2:8]))
+        asyncio.run(temporal_worker(*sys.argv[2:]))
     else:
-        dbos_worker(*sys.argv[2:10])
+        dbos_worker(*sys.argv[2:])

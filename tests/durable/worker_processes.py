@@ -1,4 +1,4 @@
-"""Worker subprocesses (``worker.py``) that a test may SIGKILL."""
+"""Worker subprocesses (``python -m tests.durable.worker``) that a test may SIGKILL."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 class Workers:
@@ -16,13 +16,13 @@ class Workers:
     def __init__(self) -> None:
         self.procs: list[subprocess.Popen[str]] = []
 
-    def start(self, *args: str, wait_ready: bool = True, script: str = "worker.py") -> subprocess.Popen[str]:
+    def start(self, *args: str, wait_ready: bool = True) -> subprocess.Popen[str]:
         proc = subprocess.Popen(
-            [sys.executable, str(HERE / script), *args],
+            [sys.executable, "-m", "tests.durable.worker", *args],
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             text=True,
-            cwd=HERE,
+            cwd=ROOT,
         )
         self.procs.append(proc)
         if wait_ready:

@@ -4,11 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from opentelemetry import trace
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-
 from advisorchain import AssistantMessage, ChatResponse, EvaluationRequest, EvaluationResult, ToolCall, Usage
 
 QUESTION = "What is the capital of France?"
@@ -41,19 +36,3 @@ class Judge:
         return EvaluationResult(passed, score=4.0 if passed else 1.0, feedback=f"feedback {n}")
 
 
-_exporter = InMemorySpanExporter()
-
-
-def span_exporter() -> InMemorySpanExporter:
-    """The test session's in-memory span exporter (a tracer provider is installed once)."""
-    provider = trace.get_tracer_provider()
-    if not isinstance(provider, TracerProvider):
-        provider = TracerProvider()
-        trace.set_tracer_provider(provider)
-    provider = trace.get_tracer_provider()
-    assert isinstance(provider, TracerProvider)
-    if not getattr(provider, "_eval_exporter_added", False):
-        provider.add_span_processor(SimpleSpanProcessor(_exporter))
-        provider._eval_exporter_added = True  # type: ignore[attr-defined]
-    _exporter.clear()
-    return _exporter

@@ -7,7 +7,6 @@ import json
 from typing import Any
 
 import pytest
-from eval_helpers import GOOD, QUESTION
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -25,6 +24,7 @@ from advisorchain import (
     SelfRefineEvaluationAdvisor,
 )
 from advisorchain.evaluation.judges import parse_yes_no
+from tests.evaluation.eval_helpers import GOOD, QUESTION
 
 REQUEST = EvaluationRequest(QUESTION, GOOD)
 

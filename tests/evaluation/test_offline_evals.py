@@ -11,7 +11,6 @@ import threading
 from typing import Any
 
 import pytest
-from eval_helpers import span_exporter
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -36,6 +35,7 @@ from advisorchain import (
 )
 from advisorchain.evaluation import CaseResult, EvaluationReport, EvaluatorTotals
 from advisorchain.memory import ChatMemory
+from tests.support.spans import span_exporter
 
 CAPITALS = {"France": "Paris", "Japan": "Tokyo", "Italy": "Rome"}
 CASES = [

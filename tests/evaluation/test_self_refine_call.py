@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from eval_helpers import BAD, GOOD, QUESTION, Judge, answer, span_exporter, tool_round
 
 from advisorchain import (
     AdvisorChainError,
@@ -28,6 +27,8 @@ from advisorchain import (
     tool,
 )
 from advisorchain.memory import ChatMemory
+from tests.evaluation.eval_helpers import BAD, GOOD, QUESTION, Judge, answer, tool_round
+from tests.support.spans import span_exporter
 
 TEMPLATE = SelfRefineEvaluationAdvisor.DEFAULT_FEEDBACK_TEMPLATE
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from eval_helpers import GOOD, QUESTION, Judge, answer, tool_round
 
 from advisorchain import (
     AdvisorParams,
@@ -21,6 +20,7 @@ from advisorchain import (
 )
 from advisorchain.memory import ChatMemory
 from advisorchain.testing import stream_chunks
+from tests.evaluation.eval_helpers import GOOD, QUESTION, Judge, answer, tool_round
 
 LONG_BAD = "Well it is a large city in the north of France"
 LONG_GOOD = "The capital of France is Paris"

@@ -11,10 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp_helpers import SCRIPTED, child_pids, mcp_threads, start_http, stop
 
 from advisorchain.mcp import McpServerHttp, McpServerStdio
 from advisorchain.tools import ToolDefinition
+from tests.support.mcp_helpers import http_server, mcp_threads, stdio_args
+from tests.support.processes import child_pids
 
 
 @pytest.fixture
@@ -76,17 +77,14 @@ def scripted_workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def scripted_server(scripted_workdir: Path) -> Iterator[McpServerStdio]:
     env = {"ADVISORCHAIN_GREETING": "hello from the test"}
-    with McpServerStdio(sys.executable, [SCRIPTED, "stdio"], env=env, cwd=scripted_workdir) as server:
+    with McpServerStdio(sys.executable, stdio_args("scripted"), env=env, cwd=scripted_workdir) as server:
         yield server
 
 
 @pytest.fixture(scope="session")
 def scripted_url() -> Iterator[str]:
-    process, url = start_http(SCRIPTED, "http")
-    try:
+    with http_server("scripted") as url:
         yield url
-    finally:
-        stop(process)
 
 
 @pytest.fixture(scope="session")

@@ -13,7 +13,6 @@ import time
 from typing import Any
 
 import pytest
-from mcp_helpers import PDF, PNG, SCRIPTED, WAV
 
 from advisorchain import (
     AssistantMessage,
@@ -26,6 +25,8 @@ from advisorchain import (
 from advisorchain.mcp import McpServerStdio, McpToolError
 from advisorchain.replay import Cassette, replay_anthropic_client, replay_openai_client
 from advisorchain.tools import tool_callbacks
+from tests.support.mcp_helpers import stdio_args
+from tests.support.mcp_server import PDF, PNG, WAV
 
 PNG_B64 = base64.b64encode(PNG).decode()
 
@@ -267,7 +268,7 @@ async def test_a_result_over_max_result_bytes_is_an_error_and_the_session_stays_
     no_leftovers: None,
 ) -> None:
     async with McpServerStdio(
-        sys.executable, [SCRIPTED, "stdio"], max_result_bytes=1_000_000, timeout=30
+        sys.executable, stdio_args("scripted"), max_result_bytes=1_000_000, timeout=30
     ) as server:
         started = time.monotonic()
         # (MCPServer sends a str result twice: as text and as structured content.)
@@ -296,11 +297,11 @@ def test_the_model_is_told_the_size_and_the_limit(scripted_server: McpServerStdi
 @pytest.mark.parametrize("value", [0, -1, 1.5, "big", True])
 def test_a_bad_max_result_bytes_is_refused_naming_it(value: object) -> None:
     with pytest.raises(ValueError, match="max_result_bytes must be an int"):
-        McpServerStdio(sys.executable, [SCRIPTED], max_result_bytes=value)  # type: ignore[arg-type]
+        McpServerStdio(sys.executable, stdio_args("scripted"), max_result_bytes=value)  # type: ignore[arg-type]
 
 
 async def test_a_storm_of_list_changed_notifications_is_coalesced(no_leftovers: None) -> None:
-    async with McpServerStdio(sys.executable, [SCRIPTED, "stdio"], timeout=60) as server:
+    async with McpServerStdio(sys.executable, stdio_args("scripted"), timeout=60) as server:
         connection = server._connection
         assert connection is not None
         before = connection.lists

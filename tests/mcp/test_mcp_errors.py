@@ -9,7 +9,6 @@ import sys
 import time
 
 import pytest
-from mcp_helpers import SCRIPTED, free_port
 
 from advisorchain import (
     AssistantMessage,
@@ -25,6 +24,8 @@ from advisorchain import (
 from advisorchain.errors import SyncInAsyncContextError
 from advisorchain.mcp import McpServerHttp, McpServerStdio, McpToolError
 from advisorchain.tools import tool_callbacks
+from tests.support.mcp_helpers import stdio_args
+from tests.support.processes import free_port
 
 
 def _run(server: object, *calls: ToolCall) -> list[str]:
@@ -110,7 +111,7 @@ async def test_a_server_process_that_died_gives_error_texts_and_closes_cleanly(n
             "done",
         ]
     )
-    async with McpServerStdio(sys.executable, [SCRIPTED, "stdio"]) as server:
+    async with McpServerStdio(sys.executable, stdio_args("scripted")) as server:
         assert await ChatClient(model).prompt("go").tools(server).acall().content() == "done"
     texts = [
         m.responses[0].response_data

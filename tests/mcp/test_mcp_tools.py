@@ -13,14 +13,11 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from opentelemetry import trace
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from advisorchain import AssistantMessage, ChatClient, ScriptedChatModel, ToolCall, ToolResponseMessage
 from advisorchain.mcp import McpServerHttp, McpServerStdio
 from advisorchain.tools import ToolDefinition, tool_callbacks
+from tests.support.spans import span_exporter
 
 
 def _responses(model: ScriptedChatModel, prompt_index: int = 1) -> list[str]:
@@ -217,18 +214,12 @@ def test_headers_go_with_every_request_to_an_http_server(scripted_http: McpServe
 
 
 def test_a_tool_call_span_names_the_server_and_holds_the_sdk_span(time_server: McpServerStdio) -> None:
-    exporter = InMemorySpanExporter()
-    if not isinstance(trace.get_tracer_provider(), TracerProvider):
-        trace.set_tracer_provider(TracerProvider())
-    provider = trace.get_tracer_provider()
-    assert isinstance(provider, TracerProvider)
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    exporter = span_exporter()
     model = ScriptedChatModel(
         [AssistantMessage(None, [ToolCall("c1", "time_get_current_time", '{"timezone": "UTC"}')]), "ok"]
     )
     ChatClient(model).prompt("now?").tools(time_server).call().content()
     finished = exporter.get_finished_spans()
-    exporter.shutdown()
     [span] = [s for s in finished if s.name == "execute_tool time_get_current_time"]
     assert span.attributes is not None
     assert span.attributes["mcp.server.name"] == "mcp-time"

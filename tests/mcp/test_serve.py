@@ -6,11 +6,9 @@ from __future__ import annotations
 import asyncio
 import socket
 import sys
-import threading
 from collections.abc import Iterator
 
 import pytest
-from mcp_helpers import SERVED, free_port, wait_for_port
 
 from advisorchain import (
     AssistantMessage,
@@ -23,11 +21,12 @@ from advisorchain import (
 )
 from advisorchain.mcp import McpServerHttp, McpServerStdio, McpToolError, agent_tool, aserve, mcp_server
 from advisorchain.tools import ToolCallback, ToolDefinition, ToolMetadata, tool_callbacks
+from tests.support.mcp_helpers import serving, stdio_args
 
 
 @pytest.fixture(scope="module")
 def served() -> Iterator[McpServerStdio]:
-    with McpServerStdio(sys.executable, [SERVED, "stdio"], tool_prefix="served") as server:
+    with McpServerStdio(sys.executable, stdio_args("served"), tool_prefix="served") as server:
         yield server
 
 
@@ -73,26 +72,13 @@ async def test_bad_arguments_for_a_served_tool_come_back_naming_the_argument(ser
 
 
 def test_a_chat_client_served_over_streamable_http_answers_an_mcp_client(no_leftovers: None) -> None:
-    port = free_port()
     agent = ChatClient(ScriptedChatModel(["pong"]))
-    loop = asyncio.new_event_loop()
-    serving = loop.create_task(aserve(agent, transport="streamable-http", port=port, name="agent"))
-    thread = threading.Thread(target=loop.run_until_complete, args=(asyncio.wait([serving]),))
-    thread.start()
-    try:
-        wait_for_port(port)
-        with McpServerHttp(f"http://127.0.0.1:{port}/mcp") as server:
-            answer = asyncio.run(_by_name(server)["ask_agent"].call('{"question": "ping"}', None))
-            name = server.name
-    finally:
-        loop.call_soon_threadsafe(serving.cancel)
-        thread.join()
-        # The SSE library keeps a shutdown watcher task per loop; end it as asyncio.run would.
-        leftovers = asyncio.all_tasks(loop)
-        for task in leftovers:
-            task.cancel()
-        loop.run_until_complete(asyncio.gather(*leftovers, return_exceptions=True))
-        loop.close()
+    with (
+        serving(lambda port: aserve(agent, transport="streamable-http", port=port, name="agent")) as url,
+        McpServerHttp(url) as server,
+    ):
+        answer = asyncio.run(_by_name(server)["ask_agent"].call('{"question": "ping"}', None))
+        name = server.name
     assert answer == "pong"
     assert name == "agent"
 

@@ -6,14 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
 from typing import Any
 
 import httpx2
 import mcp
 import pytest
-from mcp_helpers import free_port, wait_for_port
 
 import advisorchain
 from advisorchain import (
@@ -28,6 +26,7 @@ from advisorchain import (
 )
 from advisorchain.mcp import McpServerHttp, aserve, mcp_server
 from advisorchain.mcp.serve import _host_checks
+from tests.support.mcp_helpers import serving
 
 TOKEN = "s3cret-token"
 
@@ -84,11 +83,10 @@ async def test_the_server_reports_the_package_version() -> None:
 @pytest.fixture
 def served_url() -> Iterator[str]:
     """``ask_agent`` served over streamable HTTP on 0.0.0.0 with an auth token and one allowed name."""
-    port = free_port()
     agent = ChatClient(ScriptedChatModel(["pong"] * 10))
-    loop = asyncio.new_event_loop()
-    serving = loop.create_task(
-        aserve(
+
+    def serve(port: int) -> Coroutine[Any, Any, None]:
+        return aserve(
             agent,
             transport="streamable-http",
             host="0.0.0.0",
@@ -96,20 +94,9 @@ def served_url() -> Iterator[str]:
             auth_token=TOKEN,
             allowed_hosts=["mcp.example.test"],
         )
-    )
-    thread = threading.Thread(target=loop.run_until_complete, args=(asyncio.wait([serving]),))
-    thread.start()
-    try:
-        wait_for_port(port)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        loop.call_soon_threadsafe(serving.cancel)
-        thread.join()
-        leftovers = asyncio.all_tasks(loop)
-        for task in leftovers:
-            task.cancel()
-        loop.run_until_complete(asyncio.gather(*leftovers, return_exceptions=True))
-        loop.close()
+
+    with serving(serve) as url:
+        yield url
 
 
 _INITIALIZE = {

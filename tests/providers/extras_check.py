@@ -12,9 +12,8 @@ import json
 import sys
 from typing import Any
 
-from loopback_server import WEATHER
-
 from advisorchain import ChatClient, tool
+from tests.support.scripts import WEATHER
 
 
 @tool

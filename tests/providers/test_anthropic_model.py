@@ -10,7 +10,6 @@ from typing import Any
 import anthropic
 import httpx2
 import pytest
-from cassette_support import RecordedTool, cassette_dir, read
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -33,6 +32,7 @@ from advisorchain.models.anthropic import (
 )
 from advisorchain.replay import load_cassette, replay_anthropic_client
 from advisorchain.tools.api import ToolDefinition
+from tests.providers.cassette_support import RecordedTool, cassette_dir, read
 
 SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
 THINKING = {"type": "thinking", "thinking": "Let me look.", "signature": "sig"}

@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pytest
-from cassette_support import (
+
+from tests.providers.cassette_support import (
     Round,
     anthropic_view,
     cassette_dir,

@@ -5,7 +5,6 @@ Anthropic alike), an unreachable server is a ModelError naming the URL."""
 from __future__ import annotations
 
 import re
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -17,6 +16,7 @@ from advisorchain.messages import UserMessage
 from advisorchain.model import Prompt
 from advisorchain.models.anthropic import AnthropicChatModel
 from advisorchain.models.openai import OpenAIChatModel, OpenAIResponsesChatModel
+from tests.support.processes import free_port
 
 _KEYS = (
     "OPENAI_API_KEY",
@@ -88,15 +88,9 @@ def test_anthropic_with_a_base_url_needs_no_key_for_local_servers() -> None:
     assert str(model.client.base_url) == "http://127.0.0.1:9"
 
 
-def _closed_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-    return port
-
 
 async def test_an_unreachable_responses_server_is_a_model_error_naming_the_url_on_call() -> None:
-    port = _closed_port()
+    port = free_port()
     model = OpenAIResponsesChatModel("m", base_url=f"http://127.0.0.1:{port}/v1", max_retries=0)
 
     url = re.escape(f"http://127.0.0.1:{port}/v1/responses")
@@ -107,7 +101,7 @@ async def test_an_unreachable_responses_server_is_a_model_error_naming_the_url_o
 
 
 async def test_an_unreachable_responses_server_is_a_model_error_naming_the_url_on_stream() -> None:
-    port = _closed_port()
+    port = free_port()
     model = OpenAIResponsesChatModel("m", base_url=f"http://127.0.0.1:{port}/v1", max_retries=0)
 
     with pytest.raises(ModelError, match=re.escape(f"http://127.0.0.1:{port}/v1/responses")) as caught:

@@ -28,11 +28,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from loopback_server import FINAL, loopback_server
+
+from tests.support.openai_server import running_server
+from tests.support.scripts import LOOP_FINAL, tool_loop
 
 REPO = Path(__file__).resolve().parents[2]
 CACHE = REPO / ".extras-venvs"
-CHECK_SCRIPT = Path(__file__).resolve().parent / "extras_check.py"
+CHECK_MODULE = "tests.providers.extras_check"  # run from the repository root
 EXTRAS = {"openai": "anthropic", "anthropic": "openai"}  # extra -> the one it must not bring
 _LOWER_BOUND = re.compile(r"^\s*([A-Za-z0-9_.-]+)(\[[^\]]*\])?\s*>=\s*([^,;\s]+)")
 _OFFLINE = (
@@ -184,9 +186,10 @@ def test_an_extra_installed_alone_at_its_lower_bounds_runs_a_tool_loop(
     installed: dict[str, Path | str], extra: str
 ) -> None:
     venv = _venv(installed, extra)
-    with loopback_server() as server:
+    with running_server(tool_loop) as server:
         done = subprocess.run(
-            [str(venv / "bin" / "python"), str(CHECK_SCRIPT), extra, server.url],
+            [str(venv / "bin" / "python"), "-m", CHECK_MODULE, extra, server.url],
+            cwd=REPO,
             capture_output=True,
             text=True,
             timeout=600,  # a bound for a hang: the check takes seconds
@@ -196,7 +199,7 @@ def test_an_extra_installed_alone_at_its_lower_bounds_runs_a_tool_loop(
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout.strip().splitlines()[-1])
     adapters = ("chat", "responses") if extra == "openai" else ("messages",)
-    assert report["answers"] == {f"{a}/{mode}": FINAL for a in adapters for mode in ("call", "stream")}
+    assert report["answers"] == {f"{a}/{mode}": LOOP_FINAL for a in adapters for mode in ("call", "stream")}
     assert report["versions"] == {
         **{p: None for p in ("openai", "anthropic", "httpx2", "genai-prices")},
         **lower_bounds(extra),

@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from loopback_server import scripted_answer
 
 from advisorchain import Media, UserMessage, message_from_dict, message_to_dict
 from advisorchain.errors import ModelError
@@ -18,6 +17,7 @@ from advisorchain.model import ChatModel, Prompt
 from advisorchain.models.anthropic import AnthropicChatModel
 from advisorchain.models.openai import OpenAIChatModel, OpenAIResponsesChatModel
 from advisorchain.replay import Cassette, replay_anthropic_client, replay_openai_client
+from tests.support.scripts import scripted_answer
 
 PNG = b"\x89PNG\r\n\x1a\nfake-image"
 PDF = b"%PDF-1.7 fake document"

@@ -8,7 +8,6 @@ from typing import Any
 
 import openai
 import pytest
-from cassette_support import RecordedTool, cassette_dir, openai_messages, read
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -25,6 +24,7 @@ from advisorchain.model import ChatModel, ChatOptions, Prompt
 from advisorchain.models.openai import OpenAIChatModel, StreamAssembler, parse_completion, to_openai_messages
 from advisorchain.replay import Cassette, load_cassette, replay_openai_client
 from advisorchain.tools.api import ToolDefinition
+from tests.providers.cassette_support import RecordedTool, cassette_dir, openai_messages, read
 
 SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
 

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cassette_support import RecordedTool
 from pydantic import BaseModel
 
 from advisorchain import ChatClient, tool
@@ -26,6 +25,7 @@ from advisorchain.models.openai import OpenAIResponsesChatModel
 from advisorchain.models.openai_responses import ResponsesStreamAssembler
 from advisorchain.replay import Cassette, load_cassette, replay_openai_client
 from advisorchain.tools.api import ToolDefinition
+from tests.providers.cassette_support import RecordedTool
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 WEATHER_SCHEMA = {

@@ -11,7 +11,6 @@ from typing import Any
 
 import httpx2
 import pytest
-from cassette_support import REPO_ROOT
 
 from advisorchain.errors import ModelError
 from advisorchain.messages import UserMessage
@@ -24,6 +23,7 @@ from advisorchain.replay import (
     load_cassette,
     replay_openai_client,
 )
+from tests.providers.cassette_support import REPO_ROOT
 
 SSE = (
     'data: {"choices":[{"index":0,"delta":{"content":"Hi"}}]}\n\n'

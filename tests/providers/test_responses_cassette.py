@@ -8,14 +8,13 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from cassette_support import RecordedTool, cassette_dir, read
-
 from advisorchain import ChatClient, tool
 from advisorchain.messages import UserMessage
 from advisorchain.model import ChatOptions, Prompt
 from advisorchain.models.openai import OpenAIResponsesChatModel
 from advisorchain.replay import load_cassette, replay_openai_client
 from advisorchain.tools.api import ToolDefinition
+from tests.providers.cassette_support import RecordedTool, cassette_dir, read
 
 NAME = "openai_responses_tool_call_roundtrip.json"
 

@@ -7,13 +7,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from cassette_support import (
-    anthropic_view,
-    cassette_dir,
-    openai_view,
-    read,
-    recorded_body,
-)
 from pydantic import BaseModel
 
 from advisorchain.client import ChatClient
@@ -22,6 +15,13 @@ from advisorchain.model import ChatOptions, ChatResponse
 from advisorchain.models.anthropic import AnthropicChatModel
 from advisorchain.models.openai import OpenAIChatModel
 from advisorchain.replay import Cassette, load_cassette, replay_anthropic_client, replay_openai_client
+from tests.providers.cassette_support import (
+    anthropic_view,
+    cassette_dir,
+    openai_view,
+    read,
+    recorded_body,
+)
 
 pytest.importorskip("advisorchain.advisors.tool_calling", reason="the ToolCallingAdvisor is not there yet")
 tool: Any = getattr(pytest.importorskip("advisorchain.tools"), "tool", None)
@@ -48,6 +48,15 @@ def _extra(name: str, *own: str) -> ChatOptions:
     body = recorded_body(name, 0)
     skip = {"messages", "tools", "model", "stream", "stream_options", "system", "max_tokens", *own}
     return ChatOptions(extra={k: v for k, v in body.items() if k not in skip})
+
+
+def _asked(name: str, cassette: Cassette, question: str, *tools: Any, system: str | None = None) -> Any:
+    """The recorded request's spec: ``question`` (after ``system``), ``tools`` and the recording's
+    own options."""
+    spec = _client(name, cassette).prompt()
+    if system is not None:
+        spec = spec.system(system)
+    return spec.user(question).tools(*tools).options(_extra(name))
 
 
 def _assert_conversation_matches(name: str, cassette: Cassette) -> None:
@@ -78,13 +87,14 @@ async def test_openai_single_tool_round_trip_runs_the_tool_and_answers() -> None
         """Temperature of a city."""
         return 20.0 if city == "Tokyo" else -1.0
 
-    response = await (
-        _client(name, cassette)
-        .prompt()
-        .system("You are a helpful assistant.")
-        .user("What is the temperature in Tokyo?")
-        .tools(get_temperature)
-        .options(_extra(name))
+    response = (
+        await _asked(
+            name,
+            cassette,
+            "What is the temperature in Tokyo?",
+            get_temperature,
+            system="You are a helpful assistant.",
+        )
         .acall()
         .chat_response()
     )
@@ -108,13 +118,15 @@ async def test_openai_parallel_tool_calls_answer_each_call_with_its_own_tool_mes
         """Create a file."""
         return "Success"
 
-    text = await (
-        _client(name, cassette)
-        .prompt()
-        .system("Just call tools without asking for confirmation.")
-        .user("Delete the file `.env` and create `test.txt`")
-        .tools(create_file, delete_file)
-        .options(_extra(name))
+    text = (
+        await _asked(
+            name,
+            cassette,
+            "Delete the file `.env` and create `test.txt`",
+            create_file,
+            delete_file,
+            system="Just call tools without asking for confirmation.",
+        )
         .acall()
         .content()
     )
@@ -157,14 +169,7 @@ async def test_openai_made_up_tool_call_id_pairs_the_call_with_its_result() -> N
         """Get the current time."""
         return "Noon"
 
-    text = await (
-        _client(name, cassette)
-        .prompt("What is the current time?")
-        .tools(get_current_time)
-        .options(_extra(name))
-        .acall()
-        .content()
-    )
+    text = await _asked(name, cassette, "What is the current time?", get_current_time).acall().content()
 
     assert text == "The current time is Noon."
     assistant, result = cassette.requests[1].body["messages"][1:]
@@ -183,10 +188,9 @@ async def test_openai_streamed_tool_round_trip_streams_the_answer() -> None:
 
     deltas = [
         d
-        async for d in _client(name, cassette)
-        .prompt("What is the capital of the UK? Use the tool, then answer.")
-        .tools(get_capital)
-        .options(_extra(name))
+        async for d in _asked(
+            name, cassette, "What is the capital of the UK? Use the tool, then answer.", get_capital
+        )
         .astream()
         .content()
     ]
@@ -231,10 +235,15 @@ async def test_openai_streamed_three_step_run_ends_with_a_return_direct_tool() -
 
     deltas = [
         d
-        async for d in _client(name, cassette)
-        .prompt("Tell me: the capital of the country; the weather there; the product name")
-        .tools(get_weather, get_country, get_product_name, final_result)
-        .options(_extra(name))
+        async for d in _asked(
+            name,
+            cassette,
+            "Tell me: the capital of the country; the weather there; the product name",
+            get_weather,
+            get_country,
+            get_product_name,
+            final_result,
+        )
         .astream()
         .content()
     ]
@@ -264,13 +273,14 @@ async def test_anthropic_four_parallel_tool_uses_go_back_in_one_user_message() -
         """Get the knowledge about the given entity."""
         return FAMILY[name]
 
-    response = await (
-        _client(name, cassette)
-        .prompt()
-        .system(recorded_body(name, 0)["system"])
-        .user("Alice, Bob, Charlie and Daisy are a family. Who is the youngest?")
-        .tools(retrieve_entity_info)
-        .options(_extra(name))
+    response = (
+        await _asked(
+            name,
+            cassette,
+            "Alice, Bob, Charlie and Daisy are a family. Who is the youngest?",
+            retrieve_entity_info,
+            system=recorded_body(name, 0)["system"],
+        )
         .acall()
         .chat_response()
     )
@@ -296,13 +306,15 @@ async def test_anthropic_sequential_tool_uses_run_to_the_answer() -> None:
         """The capital of a country."""
         return {"Japan": "Tokyo"}.get(country, "unknown")
 
-    text = await (
-        _client(name, cassette)
-        .prompt()
-        .system(recorded_body(name, 0)["system"])
-        .user("Use the registered tools and respond exactly as `Capital: <city>`.")
-        .tools(country_source, capital_lookup)
-        .options(_extra(name))
+    text = (
+        await _asked(
+            name,
+            cassette,
+            "Use the registered tools and respond exactly as `Capital: <city>`.",
+            country_source,
+            capital_lookup,
+            system=recorded_body(name, 0)["system"],
+        )
         .acall()
         .content()
     )
@@ -320,11 +332,8 @@ async def test_anthropic_thinking_is_sent_back_before_the_tool_use() -> None:
         """The user's country."""
         return "Mexico"
 
-    text = await (
-        _client(name, cassette)
-        .prompt("What is the largest city in the user country?")
-        .tools(get_user_country)
-        .options(_extra(name))
+    text = (
+        await _asked(name, cassette, "What is the largest city in the user country?", get_user_country)
         .acall()
         .content()
     )

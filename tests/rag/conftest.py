@@ -24,6 +24,7 @@ import pytest
 
 from advisorchain.rag import InMemoryVectorStore, PostgresVectorStore, SQLiteVectorStore
 from advisorchain.rag.stores._fusion import STOP_WORDS
+from tests.support.spans import span_exporter
 
 _WORD = re.compile(r"\w+")
 
@@ -127,25 +128,7 @@ def store(make_store: StoreFactory, words_model: WordsEmbeddingModel) -> Any:
     return make_store(words_model)
 
 
-_exporter: Any = None
-
-
-@pytest.fixture
-def span_exporter() -> Any:
-    """Finished spans of this test (an OpenTelemetry SDK provider is installed once, as the
-    observability tests do)."""
-    global _exporter
-    from opentelemetry import trace
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-
-    if _exporter is None:
-        if not isinstance(trace.get_tracer_provider(), TracerProvider):
-            trace.set_tracer_provider(TracerProvider())
-        provider = trace.get_tracer_provider()
-        assert isinstance(provider, TracerProvider)
-        _exporter = InMemorySpanExporter()
-        provider.add_span_processor(SimpleSpanProcessor(_exporter))
-    _exporter.clear()
-    return _exporter
+@pytest.fixture(name="span_exporter")
+def _span_exporter() -> Any:
+    """Finished spans of this test (``tests.support.spans``)."""
+    return span_exporter()

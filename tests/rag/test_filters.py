@@ -7,7 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from advisorchain.rag import Filter, FilterSyntaxError, SearchRequest
-from advisorchain.rag.filters import And, Comparison, Membership, Not, NullCheck, Or, matches
+from advisorchain.rag.filters import matches
+from tests.rag.filter_strategies import filter_trees
 
 
 @pytest.mark.parametrize(
@@ -143,16 +144,7 @@ scalars = st.one_of(
     st.floats(allow_nan=False, allow_infinity=False),
     st.booleans(),
 )
-leaves = st.one_of(
-    st.builds(Comparison, keys, st.sampled_from(["==", "!=", ">", ">=", "<", "<="]), scalars),
-    st.builds(Membership, keys, st.lists(scalars, max_size=3).map(tuple), st.booleans()),
-    st.builds(NullCheck, keys, st.booleans()),
-)
-filters = st.recursive(
-    leaves,
-    lambda inner: st.one_of(st.builds(And, inner, inner), st.builds(Or, inner, inner), st.builds(Not, inner)),
-    max_leaves=6,
-)
+filters = filter_trees(keys, scalars, max_leaves=6)
 
 
 @given(filters)

@@ -20,6 +20,7 @@ import pytest
 
 from advisorchain.errors import ChainConfigurationError, VectorStoreError
 from advisorchain.rag import Document, PostgresVectorStore, SearchRequest
+from tests.support.processes import free_port
 
 from .conftest import WordsEmbeddingModel, fresh_table, pgvector_dsn
 
@@ -180,8 +181,8 @@ def test_a_dimension_past_the_index_limit_is_served_by_exact_scans(dsn: str, adm
 
 _WORKER = """
 import json, sys
-sys.path.insert(0, {tests!r})
-from rag.conftest import WordsEmbeddingModel
+sys.path.insert(0, {root!r})
+from tests.rag.conftest import WordsEmbeddingModel
 from advisorchain.rag import Document, PostgresVectorStore, SearchRequest
 
 class Unknown(WordsEmbeddingModel):  # no dimension until the first add: they race to record it
@@ -200,7 +201,7 @@ print(json.dumps({{"short": short}}))
 
 
 def test_many_processes_write_and_search_at_once_and_nothing_is_lost(dsn: str, admin: Any, table: str) -> None:
-    script = _WORKER.format(tests=str(Path(__file__).resolve().parent.parent))
+    script = _WORKER.format(root=str(Path(__file__).resolve().parents[2]))
     workers = [
         subprocess.Popen([sys.executable, "-c", script, dsn, table, str(n)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         for n in range(4)
@@ -230,11 +231,7 @@ def test_a_server_without_pgvector_names_create_extension() -> None:
 
 
 def test_a_server_that_is_down_is_a_vector_store_error_naming_it_without_the_password() -> None:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]  # nothing listens here once closed
+    port = free_port()  # nothing listens there
     started = time.monotonic()
     with pytest.raises(VectorStoreError, match=rf"127\.0\.0\.1:{port}/kb.*running") as caught:
         PostgresVectorStore(f"postgresql://app:s3cret@127.0.0.1:{port}/kb", WordsEmbeddingModel())

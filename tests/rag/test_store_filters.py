@@ -10,7 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from advisorchain.rag import Document, Filter, SearchRequest
-from advisorchain.rag.filters import And, Comparison, Membership, Not, NullCheck, Or, matches
+from advisorchain.rag.filters import Comparison, matches
+from tests.rag.filter_strategies import filter_trees
 
 KEYS = ["s", "n", "b", "z", "l", "source.kind", 'we"ird', "missing"]
 VALUES: list[Any] = ["a", "b", "B", "é", "", "a b", 0, 1, 2, -1, 2.0, 2.5, 1e15, -0.5, 0.1, 1 / 3, 2**62 + 1, 5e-324, True, False, None, [1, "a"]]
@@ -30,16 +31,7 @@ def corpus() -> list[Document]:
 
 scalars = st.sampled_from([v for v in VALUES if v is not None and not isinstance(v, list)])
 keys = st.sampled_from(KEYS)
-leaves = st.one_of(
-    st.builds(Comparison, keys, st.sampled_from(["==", "!=", ">", ">=", "<", "<="]), scalars),
-    st.builds(Membership, keys, st.lists(scalars, max_size=3).map(tuple), st.booleans()),
-    st.builds(NullCheck, keys, st.booleans()),
-)
-filters = st.recursive(
-    leaves,
-    lambda inner: st.one_of(st.builds(And, inner, inner), st.builds(Or, inner, inner), st.builds(Not, inner)),
-    max_leaves=5,
-)
+filters = filter_trees(keys, scalars, max_leaves=5)
 
 
 def expected_ids(node: Filter, docs: list[Document]) -> set[str]:

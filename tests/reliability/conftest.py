@@ -1,23 +1,26 @@
-"""Fixtures shared by the reliability tests: the fault server, and both ways a request travels."""
+"""Fixtures shared by the reliability tests: the scripted server (``tests.support.openai_server``),
+both ways a request travels, and every chat-memory repository (``tests.support.memory_backends``)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
 import pytest
-from fault_server import FaultServer, running_server
+
+from tests.support.memory_backends import make_backend  # noqa: F401 (a fixture)
+from tests.support.openai_server import ScriptedServer, running_server
 
 
 @pytest.fixture(scope="module")
-def _server() -> Iterator[FaultServer]:
-    """One fault server per test module (started once: it is cheap to reset, not to start)."""
+def _server() -> Iterator[ScriptedServer]:
+    """One scripted server per test module (started once: it is cheap to reset, not to start)."""
     with running_server() as server:
         yield server
 
 
 @pytest.fixture
-def server(_server: FaultServer) -> FaultServer:
-    """The module's fault server with no queued replies and no recorded requests."""
+def server(_server: ScriptedServer) -> ScriptedServer:
+    """The module's scripted server with no queued replies and no recorded requests."""
     _server.reset()
     return _server
 

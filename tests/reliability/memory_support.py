@@ -1,15 +1,12 @@
-"""Shared by the memory/concurrency/cancellation reliability tests: the repository fixtures of
-tests/memory (real SQLite, PostgreSQL and Redis on loopback), a scripted agent whose turns are
-recognisable in storage, and a checker that a stored conversation is made of whole turns."""
+"""Shared by the memory/concurrency/cancellation reliability tests (which run on every repository of
+``tests.support.memory_backends``): a scripted agent whose turns are recognisable in storage, and a
+checker that a stored conversation is made of whole turns."""
 
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import re
-import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from advisorchain import (
@@ -28,18 +25,6 @@ from advisorchain.messages import Message
 from advisorchain.model import Prompt
 from advisorchain.testing import FunctionChatModel
 from advisorchain.tools import tool
-
-_spec = importlib.util.spec_from_file_location(
-    "memory_backend_fixtures", Path(__file__).parent.parent / "memory" / "conftest.py"
-)
-assert _spec is not None and _spec.loader is not None
-backends = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = backends
-_spec.loader.exec_module(backends)
-
-BACKENDS: list[str] = backends.BACKENDS
-PERSISTENT_BACKENDS: list[str] = backends.PERSISTENT_BACKENDS
-make_backend = backends.make_backend  # the fixture, for `from memory_support import make_backend`
 
 INSIDE = Ordered.HIGHEST_PRECEDENCE + 400  # after the ToolCallingAdvisor: memory inside the loop
 OUTSIDE = MessageChatMemoryAdvisor.DEFAULT_ORDER

@@ -10,18 +10,7 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
-import memory_support
 import pytest
-from memory_support import (
-    BACKENDS,
-    agent_client,
-    agent_reply,
-    check_whole_turns,
-    expected_turn,
-    question,
-    turns_of,
-    window,
-)
 
 from advisorchain import (
     AssistantMessage,
@@ -34,8 +23,17 @@ from advisorchain.advisors.api import CallAdvisorChain, ChatClientResponse, Stre
 from advisorchain.model import Prompt
 from advisorchain.testing import FunctionChatModel, stream_chunks
 from advisorchain.tools import tool
+from tests.reliability.memory_support import (
+    agent_client,
+    agent_reply,
+    check_whole_turns,
+    expected_turn,
+    question,
+    turns_of,
+    window,
+)
+from tests.support.memory_backends import BACKENDS
 
-make_backend = memory_support.make_backend  # the repository fixtures of tests/memory
 CID = ChatMemory.CONVERSATION_ID
 POINTS = [
     "before-turn",  # in an advisor outside everything, before memory is read

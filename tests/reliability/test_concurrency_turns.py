@@ -12,23 +12,14 @@ import threading
 from pathlib import Path
 from typing import Any
 
-import memory_support
 import pytest
-from memory_support import (
-    BACKENDS,
-    PERSISTENT_BACKENDS,
-    agent_client,
-    agent_reply,
-    check_whole_turns,
-    question,
-    window,
-)
 
 from advisorchain import ChatMemory
 from advisorchain.testing import FunctionChatModel
+from tests.reliability.memory_support import agent_client, agent_reply, check_whole_turns, question, window
+from tests.support.memory_backends import BACKENDS, PERSISTENT_BACKENDS
 
-make_backend = memory_support.make_backend  # the repository fixtures of tests/memory
-RUNNER = str(Path(__file__).with_name("turn_runner.py"))
+ROOT = Path(__file__).resolve().parents[2]
 CID = ChatMemory.CONVERSATION_ID
 
 
@@ -121,7 +112,8 @@ def test_different_conversations_do_not_wait_for_each_other() -> None:
 
 def _start(spec: dict[str, Any], place: str, tag: str) -> subprocess.Popen[str]:
     process = subprocess.Popen(
-        [sys.executable, RUNNER, json.dumps(spec), place, "shared", tag, "3", "2"],
+        [sys.executable, "-m", "tests.reliability.turn_runner", json.dumps(spec), place, "shared", tag, "3", "2"],
+        cwd=ROOT,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

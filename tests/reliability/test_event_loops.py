@@ -10,28 +10,26 @@ import gc
 import threading
 
 import openai
-from fault_server import (
-    FaultServer,
-    anthropic_text_events,
-    json_reply,
-    openai_completion,
-    openai_text_events,
-    openai_tool_events,
-    sse_reply,
-)
 
 from advisorchain import ChatClient, Prompt, UserMessage, tool
 from advisorchain.model import ChatModel
 from advisorchain.models._http.loops import LoopClients
 from advisorchain.models.anthropic import AnthropicChatModel
 from advisorchain.models.openai import OpenAIChatModel
+from tests.support.openai_server import ScriptedServer, json_reply, sse_reply
+from tests.support.payloads import (
+    anthropic_text_events,
+    openai_completion,
+    openai_text_events,
+    openai_tool_events,
+)
 
 
-def _openai(server: FaultServer) -> OpenAIChatModel:
+def _openai(server: ScriptedServer) -> OpenAIChatModel:
     return OpenAIChatModel("m", base_url=server.url + "/v1", api_key="k", max_retries=0, timeout=60)
 
 
-def _anthropic(server: FaultServer) -> AnthropicChatModel:
+def _anthropic(server: ScriptedServer) -> AnthropicChatModel:
     return AnthropicChatModel("m", base_url=server.url, api_key="k", max_retries=0, timeout=60)
 
 
@@ -55,7 +53,7 @@ async def _ask_streamed(model: ChatModel) -> str:
     return "".join([c.text or "" async for c in model.stream(Prompt([UserMessage("hi")]))])
 
 
-def test_openai_model_works_across_two_asyncio_runs(server: FaultServer) -> None:
+def test_openai_model_works_across_two_asyncio_runs(server: ScriptedServer) -> None:
     model = _openai(server)
     server.queue(*(json_reply(200, openai_completion(f"answer {i}")) for i in range(3)))
 
@@ -64,14 +62,14 @@ def test_openai_model_works_across_two_asyncio_runs(server: FaultServer) -> None
     assert answers == ["answer 0", "answer 1", "answer 2"]
 
 
-def test_openai_stream_works_across_two_asyncio_runs(server: FaultServer) -> None:
+def test_openai_stream_works_across_two_asyncio_runs(server: ScriptedServer) -> None:
     model = _openai(server)
     server.queue(sse_reply(openai_text_events("first")), sse_reply(openai_text_events("second")))
 
     assert [asyncio.run(_ask_streamed(model)) for _ in range(2)] == ["first", "second"]
 
 
-def test_anthropic_model_works_across_two_asyncio_runs(server: FaultServer) -> None:
+def test_anthropic_model_works_across_two_asyncio_runs(server: ScriptedServer) -> None:
     model = _anthropic(server)
     server.queue(json_reply(200, _anthropic_message("one")))
     server.queue(sse_reply(anthropic_text_events("two"), done=False, event_names=True))
@@ -79,7 +77,7 @@ def test_anthropic_model_works_across_two_asyncio_runs(server: FaultServer) -> N
     assert [asyncio.run(_ask(model)), asyncio.run(_ask_streamed(model))] == ["one", "two"]
 
 
-def test_a_user_client_keeps_its_configuration_on_every_loop(server: FaultServer) -> None:
+def test_a_user_client_keeps_its_configuration_on_every_loop(server: ScriptedServer) -> None:
     client = openai.AsyncOpenAI(
         api_key="user-key",
         base_url=server.url + "/v1",
@@ -101,7 +99,7 @@ def test_a_user_client_keeps_its_configuration_on_every_loop(server: FaultServer
         assert headers["x-team"] == "search"
 
 
-async def test_sync_call_beside_acall_on_one_model(server: FaultServer) -> None:
+async def test_sync_call_beside_acall_on_one_model(server: ScriptedServer) -> None:
     model = _openai(server)
     client = ChatClient(model)
     server.queue(*(json_reply(200, openai_completion("same")) for _ in range(8)))
@@ -117,7 +115,7 @@ async def test_sync_call_beside_acall_on_one_model(server: FaultServer) -> None:
     assert sync_answers + async_answers == ["same"] * 8
 
 
-async def test_a_worker_thread_with_its_own_loop_shares_the_model(server: FaultServer) -> None:
+async def test_a_worker_thread_with_its_own_loop_shares_the_model(server: ScriptedServer) -> None:
     model = _openai(server)
     server.queue(*(json_reply(200, openai_completion("ok")) for _ in range(3)))
 
@@ -128,7 +126,7 @@ async def test_a_worker_thread_with_its_own_loop_shares_the_model(server: FaultS
     assert [first, in_thread, again] == ["ok", "ok", "ok"]
 
 
-async def test_a_sync_sub_agent_tool_under_acall_uses_the_same_model(server: FaultServer) -> None:
+async def test_a_sync_sub_agent_tool_under_acall_uses_the_same_model(server: ScriptedServer) -> None:
     model = _openai(server)
     helper = ChatClient(model)
 

@@ -1,4 +1,4 @@
-"""Both HTTP paths, fault for fault: every fault of the fault server, for each HTTP adapter (Chat
+"""Both HTTP paths, fault for fault: every fault the scripted server plays, for each HTTP adapter (Chat
 Completions, Responses, Anthropic), played once over aiohttp and once over the SDK's own stack
 (``ADVISORCHAIN_HTTP=sdk``) — and the caller sees the same thing on both: the same answer, or an
 error of the same class with the same type, status, wait and message; and the server sees the
@@ -15,27 +15,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from fault_server import (
-    FaultServer,
-    Pause,
-    Reset,
-    Send,
-    Stall,
-    Step,
-    anthropic_message,
-    anthropic_text_events,
-    anthropic_tool_events,
-    closed_port,
-    json_reply,
-    openai_completion,
-    openai_text_events,
-    openai_tool_events,
-    raw_reply,
-    responses_body,
-    responses_text_events,
-    responses_tool_events,
-    sse_reply,
-)
 
 from advisorchain import (
     ContextLengthExceededError,
@@ -51,6 +30,29 @@ from advisorchain import (
 from advisorchain.model import ChatModel
 from advisorchain.models.anthropic import AnthropicChatModel
 from advisorchain.models.openai import OpenAIChatModel, OpenAIResponsesChatModel
+from tests.support.openai_server import (
+    Pause,
+    Reset,
+    ScriptedServer,
+    Send,
+    Stall,
+    Step,
+    json_reply,
+    raw_reply,
+    sse_reply,
+)
+from tests.support.payloads import (
+    anthropic_message,
+    anthropic_text_events,
+    anthropic_tool_events,
+    openai_completion,
+    openai_text_events,
+    openai_tool_events,
+    responses_body,
+    responses_text_events,
+    responses_tool_events,
+)
+from tests.support.processes import free_port
 
 pytest.importorskip("aiohttp", reason="the aiohttp path needs the fast extra")
 
@@ -58,7 +60,7 @@ TIMEOUT = 0.5
 PATHS = ("aiohttp", "sdk")
 
 
-# -- the three adapters, as the fault server speaks to them ---------------------------------------
+# -- the three adapters, as the scripted server speaks to them ---------------------------------------
 
 
 @dataclass(frozen=True)
@@ -208,7 +210,7 @@ class Case:
     expect: Callable[[Outcome, Adapter], None] = lambda outcome, adapter: None
     requests: int = 1
     model_kwargs: dict[str, Any] = field(default_factory=dict)
-    url: Callable[[FaultServer], str] | None = None
+    url: Callable[[ScriptedServer], str] | None = None
 
 
 def _answer(text: str, finish: str = "stop") -> Callable[[Outcome, Adapter], None]:
@@ -396,7 +398,7 @@ CASES: dict[str, Case] = {
         lambda a: [],
         expect=_error(ModelConnectionError, "connection refused"),
         requests=0,
-        url=lambda server: f"http://127.0.0.1:{closed_port()}",
+        url=lambda server: f"http://127.0.0.1:{free_port()}",
     ),
     "user:password@ in the base URL": Case(
         lambda a: [a.answer("in")],
@@ -409,7 +411,7 @@ CASES: dict[str, Case] = {
 @pytest.mark.parametrize("adapter_name", sorted(ADAPTERS))
 @pytest.mark.parametrize("case_name", list(CASES))
 async def test_both_http_paths_see_the_same_fault_the_same_way(
-    server: FaultServer, monkeypatch: pytest.MonkeyPatch, case_name: str, adapter_name: str
+    server: ScriptedServer, monkeypatch: pytest.MonkeyPatch, case_name: str, adapter_name: str
 ) -> None:
     case, adapter = CASES[case_name], ADAPTERS[adapter_name]
     seen: dict[str, Outcome] = {}
@@ -432,7 +434,7 @@ async def test_both_http_paths_see_the_same_fault_the_same_way(
 
 
 async def test_userinfo_is_sent_as_basic_auth_on_both_paths(
-    server: FaultServer, monkeypatch: pytest.MonkeyPatch
+    server: ScriptedServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     expected = "Basic " + base64.b64encode(b"al@ice:p:ss").decode()
     for path in PATHS:
@@ -493,7 +495,7 @@ async def test_userinfo_is_sent_as_basic_auth_on_both_paths(
     ],
 )
 async def test_an_openai_compatible_servers_context_overflow_is_a_context_length_error_on_both_paths(
-    server: FaultServer, monkeypatch: pytest.MonkeyPatch, body: dict[str, Any], status: int
+    server: ScriptedServer, monkeypatch: pytest.MonkeyPatch, body: dict[str, Any], status: int
 ) -> None:
     messages = set()
     for path in PATHS:
@@ -507,7 +509,7 @@ async def test_an_openai_compatible_servers_context_overflow_is_a_context_length
 
 
 async def test_a_context_overflow_inside_a_responses_stream_is_a_context_length_error(
-    server: FaultServer,
+    server: ScriptedServer,
 ) -> None:
     failed = {
         "type": "response.failed",

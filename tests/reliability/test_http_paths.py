@@ -10,22 +10,19 @@ from typing import Any
 import httpx2
 import openai
 import pytest
-from fault_server import (
-    FaultServer,
-    Received,
-    anthropic_message,
-    anthropic_text_events,
-    json_reply,
-    openai_completion,
-    openai_text_events,
-    sse_reply,
-)
 
 from advisorchain import ModelError, Prompt, UserMessage, tool
 from advisorchain.model import ChatOptions
 from advisorchain.models._http.transport import AiohttpPath, SdkPath
 from advisorchain.models.anthropic import AnthropicChatModel
 from advisorchain.models.openai import OpenAIChatModel
+from tests.support.openai_server import Received, ScriptedServer, json_reply, sse_reply
+from tests.support.payloads import (
+    anthropic_message,
+    anthropic_text_events,
+    openai_completion,
+    openai_text_events,
+)
 
 pytest.importorskip("aiohttp", reason="the aiohttp path needs the fast extra")
 
@@ -36,7 +33,7 @@ def _use(monkeypatch: pytest.MonkeyPatch, path: str) -> None:
     monkeypatch.setenv("ADVISORCHAIN_HTTP", "auto" if path == "aiohttp" else "sdk")
 
 
-def _client(server: FaultServer, **kwargs: Any) -> openai.AsyncOpenAI:
+def _client(server: ScriptedServer, **kwargs: Any) -> openai.AsyncOpenAI:
     return openai.AsyncOpenAI(base_url=server.url + "/v1", api_key="sk-test", **kwargs)
 
 
@@ -59,19 +56,19 @@ async def _path_of(model: OpenAIChatModel) -> object:
 # -- which path ------------------------------------------------------------------------------------
 
 
-async def test_a_plain_sdk_client_travels_over_aiohttp(server: FaultServer) -> None:
+async def test_a_plain_sdk_client_travels_over_aiohttp(server: ScriptedServer) -> None:
     assert isinstance(await _path_of(OpenAIChatModel("m", client=_client(server))), AiohttpPath)
 
 
 async def test_the_environment_can_keep_every_request_on_the_sdk_stack(
-    server: FaultServer, monkeypatch: pytest.MonkeyPatch
+    server: ScriptedServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _use(monkeypatch, "sdk")
 
     assert isinstance(await _path_of(OpenAIChatModel("m", client=_client(server))), SdkPath)
 
 
-async def test_a_users_own_http_client_is_used_as_it_is(server: FaultServer) -> None:
+async def test_a_users_own_http_client_is_used_as_it_is(server: ScriptedServer) -> None:
     http_client = httpx2.AsyncClient(headers={"x-mine": "1"})
     model = OpenAIChatModel("m", client=_client(server, http_client=http_client))
 
@@ -83,7 +80,7 @@ async def test_a_users_own_http_client_is_used_as_it_is(server: FaultServer) -> 
 
 
 async def test_azure_and_proxied_clients_keep_the_sdk_stack(
-    server: FaultServer, monkeypatch: pytest.MonkeyPatch
+    server: ScriptedServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     azure = openai.AsyncAzureOpenAI(
         api_key="k", api_version="2024-10-21", azure_endpoint=server.url, azure_deployment="d"
@@ -99,7 +96,7 @@ async def test_azure_and_proxied_clients_keep_the_sdk_stack(
 
 
 async def _request_on(
-    path: str, server: FaultServer, monkeypatch: pytest.MonkeyPatch, *, stream: bool
+    path: str, server: ScriptedServer, monkeypatch: pytest.MonkeyPatch, *, stream: bool
 ) -> Received:
     _use(monkeypatch, path)
     client = _client(server, organization="org-1", project="proj-1", default_headers={"x-team": "t"})
@@ -121,7 +118,7 @@ _LIBRARY_HEADERS = {"accept-encoding", "connection", "host"}
 
 @pytest.mark.parametrize("stream", [False, True])
 async def test_both_paths_send_the_same_request(
-    server: FaultServer, monkeypatch: pytest.MonkeyPatch, stream: bool
+    server: ScriptedServer, monkeypatch: pytest.MonkeyPatch, stream: bool
 ) -> None:
     sent = {path: await _request_on(path, server, monkeypatch, stream=stream) for path in PATHS}
 
@@ -139,7 +136,7 @@ async def test_both_paths_send_the_same_request(
 
 @pytest.mark.parametrize("path", PATHS)
 async def test_retries_follow_the_sdk_clients_policy(
-    server: FaultServer, monkeypatch: pytest.MonkeyPatch, path: str
+    server: ScriptedServer, monkeypatch: pytest.MonkeyPatch, path: str
 ) -> None:
     _use(monkeypatch, path)
     busy = {"error": {"message": "busy", "type": "server_error"}}
@@ -156,7 +153,7 @@ async def test_retries_follow_the_sdk_clients_policy(
 
 @pytest.mark.parametrize("path", PATHS)
 async def test_a_server_that_says_do_not_retry_is_not_retried(
-    server: FaultServer, monkeypatch: pytest.MonkeyPatch, path: str
+    server: ScriptedServer, monkeypatch: pytest.MonkeyPatch, path: str
 ) -> None:
     _use(monkeypatch, path)
     server.queue(json_reply(503, {"error": {"message": "down"}}, headers={"x-should-retry": "false"}))
@@ -169,7 +166,7 @@ async def test_a_server_that_says_do_not_retry_is_not_retried(
 
 
 async def test_both_paths_report_a_provider_error_alike(
-    server: FaultServer, monkeypatch: pytest.MonkeyPatch
+    server: ScriptedServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     errors: dict[str, ModelError] = {}
     for path in PATHS:
@@ -190,7 +187,7 @@ async def test_both_paths_report_a_provider_error_alike(
         assert (error.status_code, error.error_type, error.retry_after) == (404, "invalid_request_error", 7.0)
 
 
-async def test_a_finished_stream_gives_its_connection_back(server: FaultServer) -> None:
+async def test_a_finished_stream_gives_its_connection_back(server: ScriptedServer) -> None:
     model = OpenAIChatModel("m", client=_client(server))
     before = server.connections
     for _ in range(3):
@@ -204,7 +201,7 @@ async def test_a_finished_stream_gives_its_connection_back(server: FaultServer) 
 
 
 async def test_an_anthropic_client_travels_over_aiohttp_unless_told_not_to(
-    server: FaultServer, monkeypatch: pytest.MonkeyPatch
+    server: ScriptedServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     anthropic = pytest.importorskip("anthropic")
     model = AnthropicChatModel("claude-x", client=anthropic.AsyncAnthropic(api_key="k", base_url=server.url))
@@ -216,7 +213,7 @@ async def test_an_anthropic_client_travels_over_aiohttp_unless_told_not_to(
 
 
 async def _anthropic_request_on(
-    path: str, server: FaultServer, monkeypatch: pytest.MonkeyPatch, *, stream: bool
+    path: str, server: ScriptedServer, monkeypatch: pytest.MonkeyPatch, *, stream: bool
 ) -> Received:
     import anthropic
 
@@ -236,7 +233,7 @@ async def _anthropic_request_on(
 
 @pytest.mark.parametrize("stream", [False, True])
 async def test_both_paths_send_the_same_anthropic_request(
-    server: FaultServer, monkeypatch: pytest.MonkeyPatch, stream: bool
+    server: ScriptedServer, monkeypatch: pytest.MonkeyPatch, stream: bool
 ) -> None:
     sent = {path: await _anthropic_request_on(path, server, monkeypatch, stream=stream) for path in PATHS}
 

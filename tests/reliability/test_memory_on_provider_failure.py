@@ -5,16 +5,6 @@ after the failed turn the stored conversation is exactly what it was before."""
 from __future__ import annotations
 
 import pytest
-from fault_server import (
-    FaultServer,
-    Reset,
-    Stall,
-    json_reply,
-    openai_completion,
-    openai_text_events,
-    openai_tool_events,
-    sse_reply,
-)
 
 from advisorchain import (
     ChatClient,
@@ -22,10 +12,11 @@ from advisorchain import (
     MessageChatMemoryAdvisor,
     MessageWindowChatMemory,
     ModelError,
-    UserMessage,
     tool,
 )
 from advisorchain.models.openai import OpenAIChatModel
+from tests.support.openai_server import Reset, ScriptedServer, Stall, json_reply, sse_reply
+from tests.support.payloads import openai_completion, openai_text_events, openai_tool_events
 
 FAILURES = {
     "text cut short": sse_reply(openai_text_events("The answer is f", finish_reason=None), done=False),
@@ -51,7 +42,7 @@ def lookup(key: str) -> str:
     return f"value of {key}"
 
 
-def _client(server: FaultServer) -> tuple[ChatClient, MessageWindowChatMemory]:
+def _client(server: ScriptedServer) -> tuple[ChatClient, MessageWindowChatMemory]:
     memory = MessageWindowChatMemory(InMemoryChatMemoryRepository())
     model = OpenAIChatModel(
         "fault-model", base_url=server.url + "/v1", api_key="k", max_retries=0, timeout=2.0
@@ -59,59 +50,38 @@ def _client(server: FaultServer) -> tuple[ChatClient, MessageWindowChatMemory]:
     return ChatClient(model, default_advisors=[MessageChatMemoryAdvisor(memory)]), memory
 
 
-async def _first_turn(server: FaultServer, client: ChatClient) -> None:
+async def _first_turn(server: ScriptedServer, client: ChatClient) -> None:
     server.queue(json_reply(200, openai_completion("Hello Ada.")))
     assert await client.prompt("I'm Ada.").acall().content() == "Hello Ada."
 
 
-@pytest.mark.parametrize("failure", FAILURES.values(), ids=FAILURES.keys())
-async def test_no_part_of_a_failed_streamed_answer_is_stored(server: FaultServer, failure: list) -> None:  # type: ignore[type-arg]
+FAILED_TURNS = [
+    *(pytest.param("stream", failure, id=f"stream, {name}") for name, failure in FAILURES.items()),
+    *(pytest.param("call", failure, id=f"call, {name}") for name, failure in CALL_FAILURES.items()),
+]
+
+
+@pytest.mark.parametrize(("path", "failure"), FAILED_TURNS)
+async def test_a_failed_turn_leaves_the_stored_conversation_unchanged(
+    server: ScriptedServer, path: str, failure: list  # type: ignore[type-arg]
+) -> None:
+    """No part of the failed answer is stored, nor the question: the conversation is as before."""
     client, memory = _client(server)
     await _first_turn(server, client)
     before = memory.get("default")
     server.queue(failure)
 
     with pytest.raises(ModelError):
-        async for _ in client.prompt("What is my name?").tools(lookup).astream().content():
-            pass
-
-    after = memory.get("default")
-    assert after[: len(before)] == before
-    assert after[len(before) :] in ([], [UserMessage("What is my name?")])
-
-
-@pytest.mark.parametrize("failure", FAILURES.values(), ids=FAILURES.keys())
-async def test_a_failed_stream_leaves_the_stored_conversation_unchanged(
-    server: FaultServer, failure: list
-) -> None:  # type: ignore[type-arg]
-    client, memory = _client(server)
-    await _first_turn(server, client)
-    before = memory.get("default")
-    server.queue(failure)
-
-    with pytest.raises(ModelError):
-        async for _ in client.prompt("What is my name?").tools(lookup).astream().content():
-            pass
+        if path == "stream":
+            async for _ in client.prompt("What is my name?").tools(lookup).astream().content():
+                pass
+        else:
+            await client.prompt("What is my name?").acall().content()
 
     assert memory.get("default") == before
 
 
-@pytest.mark.parametrize("failure", CALL_FAILURES.values(), ids=CALL_FAILURES.keys())
-async def test_a_failed_call_leaves_the_stored_conversation_unchanged(
-    server: FaultServer, failure: list
-) -> None:  # type: ignore[type-arg]
-    client, memory = _client(server)
-    await _first_turn(server, client)
-    before = memory.get("default")
-    server.queue(failure)
-
-    with pytest.raises(ModelError):
-        await client.prompt("What is my name?").acall().content()
-
-    assert memory.get("default") == before
-
-
-async def test_the_conversation_continues_after_a_failed_turn(server: FaultServer) -> None:
+async def test_the_conversation_continues_after_a_failed_turn(server: ScriptedServer) -> None:
     client, _memory = _client(server)
     await _first_turn(server, client)
     server.queue(FAILURES["text cut short"])

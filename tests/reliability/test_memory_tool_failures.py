@@ -7,9 +7,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-import memory_support
 import pytest
-from memory_support import BACKENDS, window
 
 from advisorchain import (
     AssistantMessage,
@@ -25,8 +23,9 @@ from advisorchain import (
 from advisorchain.model import Prompt
 from advisorchain.testing import FunctionChatModel
 from advisorchain.tools import tool
+from tests.reliability.memory_support import window
+from tests.support.memory_backends import BACKENDS
 
-make_backend = memory_support.make_backend  # the repository fixtures of tests/memory
 CID = ChatMemory.CONVERSATION_ID
 _release = threading.Event()
 

@@ -8,7 +8,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from memory_support import INSIDE, OUTSIDE, agent_client, expected_turn, question
 
 from advisorchain import (
     AssistantMessage,
@@ -21,6 +20,7 @@ from advisorchain import (
 )
 from advisorchain.messages import Message
 from advisorchain.testing import ScriptedChatModel
+from tests.reliability.memory_support import INSIDE, OUTSIDE, agent_client, expected_turn, question
 
 
 class CountingMemory(MessageWindowChatMemory):

@@ -4,8 +4,6 @@ tool call, and never loses the question."""
 
 from __future__ import annotations
 
-from memory_support import agent_client, agent_reply, question
-
 from advisorchain import (
     AssistantMessage,
     MessageWindowChatMemory,
@@ -15,6 +13,7 @@ from advisorchain import (
 )
 from advisorchain.model import Prompt
 from advisorchain.testing import FunctionChatModel
+from tests.reliability.memory_support import agent_client, agent_reply, question
 
 
 def _check_prompt(prompt: Prompt) -> None:

@@ -1,5 +1,5 @@
 """RetryChatModel and FallbackChatModel: on scripted models for the rules, and through the real
-OpenAI adapter against the fault server for retry-after and broken connections."""
+OpenAI adapter against the scripted server for retry-after and broken connections."""
 
 from __future__ import annotations
 
@@ -7,14 +7,6 @@ import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
-from fault_server import (
-    FaultServer,
-    Reset,
-    json_reply,
-    openai_completion,
-    openai_text_events,
-    sse_reply,
-)
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -23,6 +15,8 @@ from advisorchain.model import ChatModel, ChatResponse, Generation
 from advisorchain.models import FallbackChatModel, RetryChatModel
 from advisorchain.models.openai import OpenAIChatModel
 from advisorchain.testing import FunctionChatModel, ScriptedChatModel
+from tests.support.openai_server import Reset, ScriptedServer, json_reply, sse_reply
+from tests.support.payloads import openai_completion, openai_text_events
 
 
 def _prompt() -> Prompt:
@@ -225,7 +219,7 @@ async def test_wrappers_are_chat_models_a_client_can_use() -> None:
 # -- through the real adapter ------------------------------------------------------------------------
 
 
-def _adapter(server: FaultServer) -> OpenAIChatModel:
+def _adapter(server: ScriptedServer) -> OpenAIChatModel:
     return OpenAIChatModel(
         "fault-model", base_url=server.url + "/v1", api_key="k", max_retries=0, timeout=60
     )
@@ -242,7 +236,7 @@ class _RecordingRetry(RetryChatModel):
         return delay
 
 
-async def test_retry_waits_as_a_429_retry_after_asks_then_succeeds(server: FaultServer) -> None:
+async def test_retry_waits_as_a_429_retry_after_asks_then_succeeds(server: ScriptedServer) -> None:
     server.queue(json_reply(429, {"error": {"message": "busy"}}, headers={"retry-after": "0.05"}))
     server.queue(json_reply(200, openai_completion("after the wait")))
     retry = _RecordingRetry(_adapter(server), initial_backoff=5.0, max_backoff=5.0)
@@ -254,7 +248,7 @@ async def test_retry_waits_as_a_429_retry_after_asks_then_succeeds(server: Fault
     assert len(server.requests) == 2
 
 
-async def test_retry_retries_a_5xx_without_retry_after_on_a_stream(server: FaultServer) -> None:
+async def test_retry_retries_a_5xx_without_retry_after_on_a_stream(server: ScriptedServer) -> None:
     server.queue(json_reply(502, {"error": {"message": "bad gateway"}}))
     server.queue(sse_reply(openai_text_events("streamed")))
 
@@ -262,13 +256,13 @@ async def test_retry_retries_a_5xx_without_retry_after_on_a_stream(server: Fault
     assert len(server.requests) == 2
 
 
-async def test_retry_retries_a_connection_reset(server: FaultServer) -> None:
+async def test_retry_retries_a_connection_reset(server: ScriptedServer) -> None:
     server.queue([Reset()], json_reply(200, openai_completion("second try")))
 
     assert (await _fast(_adapter(server)).call(_prompt())).text == "second try"
 
 
-async def test_retry_gives_up_after_max_attempts_with_the_last_error(server: FaultServer) -> None:
+async def test_retry_gives_up_after_max_attempts_with_the_last_error(server: ScriptedServer) -> None:
     for _ in range(3):
         server.queue(json_reply(500, {"error": {"message": "down"}}))
 
@@ -279,7 +273,7 @@ async def test_retry_gives_up_after_max_attempts_with_the_last_error(server: Fau
     assert len(server.requests) == 3
 
 
-async def test_fallback_from_a_dead_adapter_to_a_live_one(server: FaultServer) -> None:
+async def test_fallback_from_a_dead_adapter_to_a_live_one(server: ScriptedServer) -> None:
     server.queue([Reset()], json_reply(200, openai_completion("live")))
 
     response = await FallbackChatModel(_adapter(server), _adapter(server)).call(_prompt())

@@ -7,24 +7,22 @@ from __future__ import annotations
 import json
 
 import pytest
-from fault_server import (
-    FaultServer,
-    Pause,
-    Reset,
-    Send,
-    Stall,
-    closed_port,
-    json_reply,
-    openai_completion,
-    openai_text_events,
-    openai_tool_events,
-    sse_frames,
-    sse_reply,
-)
 
 from advisorchain import ChatClient, ModelError, Prompt, UserMessage, tool
 from advisorchain.model import ChatOptions, ChatResponse
 from advisorchain.models.openai import OpenAIChatModel
+from tests.support.openai_server import (
+    Pause,
+    Reset,
+    ScriptedServer,
+    Send,
+    Stall,
+    json_reply,
+    sse_frames,
+    sse_reply,
+)
+from tests.support.payloads import openai_completion, openai_text_events, openai_tool_events
+from tests.support.processes import free_port
 
 TIMEOUT = 2.0
 """The read timeout: only a Stall (which never ends) may reach it; every other reply is sent at
@@ -34,7 +32,7 @@ once, and a busy machine still delivers each of its reads well within it."""
 pytestmark = pytest.mark.usefixtures("http_path")  # every fault on both HTTP paths
 
 
-def _model(server: FaultServer) -> OpenAIChatModel:
+def _model(server: ScriptedServer) -> OpenAIChatModel:
     return OpenAIChatModel(
         "fault-model", base_url=server.url + "/v1", api_key="k", max_retries=0, timeout=TIMEOUT
     )
@@ -48,14 +46,14 @@ async def _stream(model: OpenAIChatModel) -> list[ChatResponse]:
     return [chunk async for chunk in model.stream(_prompt())]
 
 
-def _url(server: FaultServer) -> str:
+def _url(server: ScriptedServer) -> str:
     return f"{server.url}/v1/chat/completions"
 
 
 # -- complete answers --------------------------------------------------------------------------------
 
 
-async def test_a_stream_with_finish_reason_and_done_is_the_whole_answer(server: FaultServer) -> None:
+async def test_a_stream_with_finish_reason_and_done_is_the_whole_answer(server: ScriptedServer) -> None:
     server.queue(sse_reply(openai_text_events("The answer ", "is four.")))
 
     chunks = await _stream(_model(server))
@@ -64,7 +62,7 @@ async def test_a_stream_with_finish_reason_and_done_is_the_whole_answer(server: 
     assert chunks[-1].metadata.finish_reason == "stop"
 
 
-async def test_a_stream_with_a_finish_reason_but_no_done_marker_is_complete(server: FaultServer) -> None:
+async def test_a_stream_with_a_finish_reason_but_no_done_marker_is_complete(server: ScriptedServer) -> None:
     server.queue(sse_reply(openai_text_events("four"), done=False))
 
     chunks = await _stream(_model(server))
@@ -73,7 +71,7 @@ async def test_a_stream_with_a_finish_reason_but_no_done_marker_is_complete(serv
     assert chunks[-1].metadata.finish_reason == "stop"
 
 
-async def test_a_stream_with_done_but_no_finish_reason_is_complete(server: FaultServer) -> None:
+async def test_a_stream_with_done_but_no_finish_reason_is_complete(server: ScriptedServer) -> None:
     server.queue(sse_reply(openai_text_events("4", finish_reason=None), done=True))
 
     chunks = await _stream(_model(server))
@@ -82,7 +80,7 @@ async def test_a_stream_with_done_but_no_finish_reason_is_complete(server: Fault
     assert chunks[-1].metadata.finish_reason == "stop"
 
 
-async def test_an_empty_but_complete_answer_is_an_empty_answer(server: FaultServer) -> None:
+async def test_an_empty_but_complete_answer_is_an_empty_answer(server: ScriptedServer) -> None:
     server.queue(json_reply(200, openai_completion("")))
 
     response = await _model(server).call(_prompt())
@@ -91,7 +89,7 @@ async def test_an_empty_but_complete_answer_is_an_empty_answer(server: FaultServ
     assert response.metadata.finish_reason == "stop"
 
 
-async def test_an_empty_but_complete_stream_is_an_empty_answer(server: FaultServer) -> None:
+async def test_an_empty_but_complete_stream_is_an_empty_answer(server: ScriptedServer) -> None:
     server.queue(sse_reply(openai_text_events("")))
 
     chunks = await _stream(_model(server))
@@ -100,7 +98,7 @@ async def test_an_empty_but_complete_stream_is_an_empty_answer(server: FaultServ
     assert chunks[-1].metadata.finish_reason == "stop"
 
 
-async def test_arguments_split_over_fifty_deltas_make_one_whole_tool_call(server: FaultServer) -> None:
+async def test_arguments_split_over_fifty_deltas_make_one_whole_tool_call(server: ScriptedServer) -> None:
     arguments = json.dumps({"city": "Paris", "note": "x" * 200})
     pieces = [arguments[i * len(arguments) // 50 : (i + 1) * len(arguments) // 50] for i in range(50)]
     server.queue(sse_reply(openai_tool_events("weather", pieces), sizes=[7] * 40, pause=0.001))
@@ -112,7 +110,7 @@ async def test_arguments_split_over_fifty_deltas_make_one_whole_tool_call(server
     assert chunks[-1].metadata.finish_reason == "tool_calls"
 
 
-async def test_a_codepoint_split_across_chunks_arrives_whole(server: FaultServer) -> None:
+async def test_a_codepoint_split_across_chunks_arrives_whole(server: ScriptedServer) -> None:
     text = "héllo 🌍 wörld"
     payload = sse_frames(openai_text_events(text))
     cut = payload.index("🌍".encode()) + 2  # inside the four bytes of the globe
@@ -126,7 +124,7 @@ async def test_a_codepoint_split_across_chunks_arrives_whole(server: FaultServer
 # -- answers cut short -------------------------------------------------------------------------------
 
 
-async def test_a_stream_ending_without_finish_reason_or_done_is_a_model_error(server: FaultServer) -> None:
+async def test_a_stream_ending_without_finish_reason_or_done_is_a_model_error(server: ScriptedServer) -> None:
     server.queue(sse_reply(openai_text_events("The answer is f", finish_reason=None), done=False))
 
     with pytest.raises(
@@ -138,14 +136,14 @@ async def test_a_stream_ending_without_finish_reason_or_done_is_a_model_error(se
     assert _url(server) in str(caught.value)
 
 
-async def test_a_stream_cut_inside_tool_call_arguments_is_a_model_error(server: FaultServer) -> None:
+async def test_a_stream_cut_inside_tool_call_arguments_is_a_model_error(server: ScriptedServer) -> None:
     server.queue(sse_reply(openai_tool_events("weather", ['{"city": "Pa'], finish_reason=None), done=False))
 
     with pytest.raises(ModelError, match="tool-call arguments cut off"):
         await _stream(_model(server))
 
 
-async def test_a_tool_call_cut_short_is_never_executed(server: FaultServer) -> None:
+async def test_a_tool_call_cut_short_is_never_executed(server: ScriptedServer) -> None:
     runs: list[str] = []
 
     @tool
@@ -167,14 +165,14 @@ async def test_a_tool_call_cut_short_is_never_executed(server: FaultServer) -> N
     assert len(server.requests) == 1
 
 
-async def test_an_answer_without_choices_is_a_model_error(server: FaultServer) -> None:
+async def test_an_answer_without_choices_is_a_model_error(server: ScriptedServer) -> None:
     server.queue(json_reply(200, {"id": "x", "object": "chat.completion", "choices": []}))
 
     with pytest.raises(ModelError, match="no choices"):
         await _model(server).call(_prompt())
 
 
-async def test_a_stream_without_choices_is_a_model_error(server: FaultServer) -> None:
+async def test_a_stream_without_choices_is_a_model_error(server: ScriptedServer) -> None:
     usage_only = {"id": "x", "choices": [], "usage": {"prompt_tokens": 1, "completion_tokens": 0}}
     server.queue(sse_reply([usage_only]))
 
@@ -185,7 +183,7 @@ async def test_a_stream_without_choices_is_a_model_error(server: FaultServer) ->
 # -- provider errors ---------------------------------------------------------------------------------
 
 
-async def test_a_429_with_retry_after_is_a_model_error_carrying_the_wait(server: FaultServer) -> None:
+async def test_a_429_with_retry_after_is_a_model_error_carrying_the_wait(server: ScriptedServer) -> None:
     body = {"error": {"message": "slow down", "type": "rate_limit_error"}}
     server.queue(json_reply(429, body, headers={"retry-after": "3"}))
 
@@ -195,7 +193,7 @@ async def test_a_429_with_retry_after_is_a_model_error_carrying_the_wait(server:
     assert (caught.value.status_code, caught.value.retry_after) == (429, 3.0)
 
 
-async def test_a_503_without_retry_after_carries_no_wait(server: FaultServer) -> None:
+async def test_a_503_without_retry_after_carries_no_wait(server: ScriptedServer) -> None:
     server.queue(json_reply(503, {"error": {"message": "overloaded"}}))
 
     with pytest.raises(ModelError, match="overloaded") as caught:
@@ -204,7 +202,7 @@ async def test_a_503_without_retry_after_carries_no_wait(server: FaultServer) ->
     assert (caught.value.status_code, caught.value.retry_after) == (503, None)
 
 
-async def test_retry_after_in_milliseconds_is_read(server: FaultServer) -> None:
+async def test_retry_after_in_milliseconds_is_read(server: ScriptedServer) -> None:
     server.queue(json_reply(429, {"error": {"message": "later"}}, headers={"retry-after-ms": "250"}))
 
     with pytest.raises(ModelError) as caught:
@@ -213,7 +211,7 @@ async def test_retry_after_in_milliseconds_is_read(server: FaultServer) -> None:
     assert caught.value.retry_after == 0.25
 
 
-async def test_an_error_object_inside_a_200_stream_is_a_model_error(server: FaultServer) -> None:
+async def test_an_error_object_inside_a_200_stream_is_a_model_error(server: ScriptedServer) -> None:
     error_chunk = {"id": "x", "error": {"code": 400, "message": "Token limit reached"}, "choices": []}
     server.queue(sse_reply([*openai_text_events("Hel", finish_reason=None), error_chunk]))
 
@@ -223,7 +221,7 @@ async def test_an_error_object_inside_a_200_stream_is_a_model_error(server: Faul
     assert caught.value.status_code == 400
 
 
-async def test_an_sse_error_event_is_a_model_error(server: FaultServer) -> None:
+async def test_an_sse_error_event_is_a_model_error(server: ScriptedServer) -> None:
     error = {
         "error": {"message": "tool call validation failed", "code": "tool_use_failed", "status_code": 400}
     }
@@ -236,7 +234,7 @@ async def test_an_sse_error_event_is_a_model_error(server: FaultServer) -> None:
     assert (caught.value.status_code, caught.value.error_type) == (400, "tool_use_failed")
 
 
-async def test_invalid_json_in_a_chunk_is_a_model_error(server: FaultServer) -> None:
+async def test_invalid_json_in_a_chunk_is_a_model_error(server: ScriptedServer) -> None:
     server.queue(sse_reply([*openai_text_events("Hel", finish_reason=None), 'data: {"choices": [\n\n']))
 
     with pytest.raises(ModelError, match="not JSON") as caught:
@@ -248,7 +246,7 @@ async def test_invalid_json_in_a_chunk_is_a_model_error(server: FaultServer) -> 
 # -- broken connections ------------------------------------------------------------------------------
 
 
-async def test_a_reset_before_any_byte_names_the_reset_and_the_url(server: FaultServer) -> None:
+async def test_a_reset_before_any_byte_names_the_reset_and_the_url(server: ScriptedServer) -> None:
     server.queue([Reset()])
 
     with pytest.raises(ModelError) as caught:
@@ -259,7 +257,7 @@ async def test_a_reset_before_any_byte_names_the_reset_and_the_url(server: Fault
     assert _url(server) in str(caught.value)
 
 
-async def test_a_reset_inside_the_body_is_a_connection_error(server: FaultServer) -> None:
+async def test_a_reset_inside_the_body_is_a_connection_error(server: ScriptedServer) -> None:
     (whole,) = json_reply(200, openai_completion("a long answer"))
     assert isinstance(whole, Send)
     server.queue([Send(whole.data[: len(whole.data) - 20]), Pause(0.02), Reset()])
@@ -271,7 +269,7 @@ async def test_a_reset_inside_the_body_is_a_connection_error(server: FaultServer
     assert _url(server) in str(caught.value)
 
 
-async def test_a_reset_inside_a_stream_is_a_connection_error_mid_stream(server: FaultServer) -> None:
+async def test_a_reset_inside_a_stream_is_a_connection_error_mid_stream(server: ScriptedServer) -> None:
     server.queue([*sse_reply(openai_text_events("par", "tial"), finished=False)[:2], Pause(0.02), Reset()])
 
     with pytest.raises(ModelError, match="mid-stream") as caught:
@@ -282,7 +280,7 @@ async def test_a_reset_inside_a_stream_is_a_connection_error_mid_stream(server: 
 
 
 async def test_a_refused_connection_names_the_refusal_and_the_url() -> None:
-    url = f"http://127.0.0.1:{closed_port()}/v1"
+    url = f"http://127.0.0.1:{free_port()}/v1"
     model = OpenAIChatModel("m", base_url=url, api_key="k", max_retries=0, timeout=TIMEOUT)
 
     with pytest.raises(ModelError, match="connection refused") as caught:
@@ -291,7 +289,7 @@ async def test_a_refused_connection_names_the_refusal_and_the_url() -> None:
     assert f"{url}/chat/completions" in str(caught.value)
 
 
-async def test_a_server_that_never_answers_is_a_read_timeout_naming_the_url(server: FaultServer) -> None:
+async def test_a_server_that_never_answers_is_a_read_timeout_naming_the_url(server: ScriptedServer) -> None:
     server.queue([Stall()])
 
     with pytest.raises(ModelError, match="timed out") as caught:
@@ -302,7 +300,7 @@ async def test_a_server_that_never_answers_is_a_read_timeout_naming_the_url(serv
     assert _url(server) in str(caught.value)
 
 
-async def test_a_stall_mid_stream_is_a_timeout_naming_the_url(server: FaultServer) -> None:
+async def test_a_stall_mid_stream_is_a_timeout_naming_the_url(server: ScriptedServer) -> None:
     server.queue([*sse_reply(openai_text_events("par"), finished=False)[:2], Stall()])
     seen: list[str | None] = []
 
@@ -316,7 +314,7 @@ async def test_a_stall_mid_stream_is_a_timeout_naming_the_url(server: FaultServe
     assert _url(server) in str(caught.value)
 
 
-async def test_options_timeout_override_still_applies(server: FaultServer) -> None:
+async def test_options_timeout_override_still_applies(server: ScriptedServer) -> None:
     server.queue([Stall()])
     prompt = Prompt([UserMessage("hi")], ChatOptions(extra={"timeout": 0.2}))
 

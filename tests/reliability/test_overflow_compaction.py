@@ -8,8 +8,6 @@ import json
 from typing import Any
 
 import pytest
-from fault_server import FaultServer, json_reply
-from test_fault_parity import ADAPTERS, Adapter
 
 from advisorchain import (
     AssistantMessage,
@@ -21,6 +19,8 @@ from advisorchain import (
     MessageWindowChatMemory,
     UserMessage,
 )
+from tests.reliability.test_fault_parity import ADAPTERS, Adapter
+from tests.support.openai_server import ScriptedServer, json_reply
 
 SUMMARY = "Ada asked about Paris and Rome; both are sunny."
 EARLIER = [
@@ -31,7 +31,7 @@ EARLIER = [
 ]
 
 
-def _client(adapter: Adapter, server: FaultServer) -> tuple[ChatClient, MessageWindowChatMemory]:
+def _client(adapter: Adapter, server: ScriptedServer) -> tuple[ChatClient, MessageWindowChatMemory]:
     memory = MessageWindowChatMemory(max_messages=100)
     memory.add("ada", EARLIER)
     model = adapter.make(server.url, max_retries=0)
@@ -66,7 +66,7 @@ def _text(body: Any) -> str:
 @pytest.mark.parametrize("stream", [False, True], ids=["call", "stream"])
 @pytest.mark.parametrize("name", list(ADAPTERS))
 async def test_a_real_overflow_answer_compacts_once_and_the_retry_answers(
-    server: FaultServer, http_path: str, name: str, stream: bool
+    server: ScriptedServer, http_path: str, name: str, stream: bool
 ) -> None:
     adapter = ADAPTERS[name]
     client, memory = _client(adapter, server)
@@ -91,7 +91,7 @@ async def test_a_real_overflow_answer_compacts_once_and_the_retry_answers(
 @pytest.mark.parametrize("stream", [False, True], ids=["call", "stream"])
 @pytest.mark.parametrize("name", list(ADAPTERS))
 async def test_a_second_overflow_is_raised_with_the_first_chained_and_nothing_stored(
-    server: FaultServer, http_path: str, name: str, stream: bool
+    server: ScriptedServer, http_path: str, name: str, stream: bool
 ) -> None:
     adapter = ADAPTERS[name]
     client, memory = _client(adapter, server)

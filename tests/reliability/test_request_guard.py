@@ -12,7 +12,6 @@ from collections.abc import Iterator
 import httpx2
 import openai
 import pytest
-from fault_server import FaultServer, json_reply, openai_completion, running_server
 
 from advisorchain import ModelError, Prompt, UserMessage
 from advisorchain.models._common import check_request_allowed, requests_forbidden
@@ -20,12 +19,14 @@ from advisorchain.models.anthropic import AnthropicChatModel
 from advisorchain.models.openai import OpenAIChatModel
 from advisorchain.testing import forbid_model_requests
 from advisorchain.testing import no_model_requests as no_model_requests  # the fixture, used below
+from tests.support.openai_server import ScriptedServer, json_reply, running_server
+from tests.support.payloads import openai_completion
 
 PROMPT = Prompt([UserMessage("hi")])
 
 
 @pytest.fixture(scope="module")
-def server() -> Iterator[FaultServer]:
+def server() -> Iterator[ScriptedServer]:
     with running_server() as server:
         yield server
 
@@ -57,7 +58,7 @@ async def test_the_fixture_refuses_remote_requests(no_model_requests: None) -> N
         await model.call(PROMPT)
 
 
-async def test_a_loopback_server_stays_allowed(server: FaultServer) -> None:
+async def test_a_loopback_server_stays_allowed(server: ScriptedServer) -> None:
     server.queue(json_reply(200, openai_completion("local")))
     model = OpenAIChatModel("m", base_url=server.url + "/v1", api_key="k", max_retries=0)
 

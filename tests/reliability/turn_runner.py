@@ -1,6 +1,6 @@
 """A process for the cross-process turn tests: runs scripted agent turns on one conversation.
 
-    python turn_runner.py '<backend spec JSON>' <place> <conversation id> <tag> <turns> <rounds>
+    python -m tests.reliability.turn_runner '<backend spec JSON>' <place> <conversation id> <tag> <turns> <rounds>
 
 Prints "ready", waits for a line on stdin (so that several runners start together), runs its
 turns one after another and exits 0.
@@ -10,14 +10,10 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).parent.parent / "memory"))
-
-from memory_support import agent_client, question, window
-from memory_writer import open_repository
 
 from advisorchain import ChatMemory
+from tests.memory.memory_writer import open_repository
+from tests.reliability.memory_support import agent_client, question, window
 
 
 def main() -> None:

@@ -6,7 +6,13 @@ from typing import Any
 
 import pytest
 from pydantic import BaseModel, TypeAdapter
-from structured_output_helpers import (
+
+from advisorchain.advisors.structured_output import StructuredOutputValidationAdvisor
+from advisorchain.errors import ChainConfigurationError, StructuredOutputValidationError
+from advisorchain.messages import UserMessage
+from advisorchain.output import OutputConverter
+from advisorchain.testing import ScriptedChatModel
+from tests.structured_output.structured_output_helpers import (
     FEEDBACK,
     VALID_PERSON,
     Color,
@@ -16,12 +22,6 @@ from structured_output_helpers import (
     Team,
     client,
 )
-
-from advisorchain.advisors.structured_output import StructuredOutputValidationAdvisor
-from advisorchain.errors import ChainConfigurationError, StructuredOutputValidationError
-from advisorchain.messages import UserMessage
-from advisorchain.output import OutputConverter
-from advisorchain.testing import ScriptedChatModel
 
 
 def _entity(answer: str, output_type: Any) -> Any:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from structured_output_helpers import Person
 
 from advisorchain.errors import StructuredOutputValidationError
 from advisorchain.output import OutputConverter, extract_json, join_errors
+from tests.structured_output.structured_output_helpers import Person
 
 
 @pytest.mark.parametrize(

@@ -11,12 +11,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import TypeAdapter
-from structured_output_helpers import PERSON_SCHEMA, Person, Team, client
 
 from advisorchain.advisors.structured_output import StructuredOutputValidationAdvisor
 from advisorchain.errors import StructuredOutputValidationError
 from advisorchain.output import OutputConverter, extract_json
 from advisorchain.testing import ScriptedChatModel
+from tests.structured_output.structured_output_helpers import PERSON_SCHEMA, Person, Team, client
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),

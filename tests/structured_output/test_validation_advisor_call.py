@@ -7,16 +7,6 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from structured_output_helpers import (
-    FEEDBACK,
-    PERSON_SCHEMA,
-    VALID_PERSON,
-    Person,
-    Team,
-    client,
-    tool_call_message,
-    with_usage,
-)
 
 from advisorchain.advisors.api import (
     BaseAdvisor,
@@ -29,6 +19,16 @@ from advisorchain.errors import StructuredOutputValidationError
 from advisorchain.messages import AssistantMessage, Message, SystemMessage, UserMessage
 from advisorchain.model import Usage
 from advisorchain.testing import ScriptedChatModel
+from tests.structured_output.structured_output_helpers import (
+    FEEDBACK,
+    PERSON_SCHEMA,
+    VALID_PERSON,
+    Person,
+    Team,
+    client,
+    tool_call_message,
+    with_usage,
+)
 
 
 def _run(

@@ -4,13 +4,20 @@
 from __future__ import annotations
 
 import pytest
-from structured_output_helpers import FEEDBACK, VALID_PERSON, Person, client, tool_call_message, with_usage
 
 from advisorchain.advisors.structured_output import StructuredOutputValidationAdvisor
 from advisorchain.errors import StructuredOutputValidationError
 from advisorchain.messages import AssistantMessage, UserMessage
 from advisorchain.model import ChatClientMessageAggregator, ChatResponse, Usage
 from advisorchain.testing import ScriptedChatModel, stream_chunks
+from tests.structured_output.structured_output_helpers import (
+    FEEDBACK,
+    VALID_PERSON,
+    Person,
+    client,
+    tool_call_message,
+    with_usage,
+)
 
 
 def _advisor(max_repeat_attempts: int = 3) -> StructuredOutputValidationAdvisor:

@@ -4,13 +4,20 @@ through, only final answers are validated and retried."""
 from __future__ import annotations
 
 import pytest
-from structured_output_helpers import FEEDBACK, VALID_PERSON, LookupTool, Person, client, tool_call_message
 
 from advisorchain.advisors.structured_output import StructuredOutputValidationAdvisor
 from advisorchain.client import ChatClient, ChatClientRequestSpec
 from advisorchain.messages import ToolResponse, ToolResponseMessage, UserMessage
 from advisorchain.model import ChatOptions
 from advisorchain.testing import ScriptedChatModel
+from tests.structured_output.structured_output_helpers import (
+    FEEDBACK,
+    VALID_PERSON,
+    LookupTool,
+    Person,
+    client,
+    tool_call_message,
+)
 
 tool_calling = pytest.importorskip("advisorchain.advisors.tool_calling")
 

@@ -128,19 +128,17 @@ async def test_resuming_with_decisions_runs_the_round_and_continues_the_loop(pat
     assert model.prompts[1].instructions[:-1] == tuple(history)
 
 
-async def test_a_denial_without_a_reason_is_the_exact_text_and_true_false_are_decisions() -> None:
-    model = ScriptedChatModel([_asks(), "ok"])
+async def _ask_then_decide(model: ScriptedChatModel, decisions: dict[str, Any]) -> None:
+    """Ask once (the loop stops for approval), then resume the returned history with ``decisions``."""
     client = ChatClient(model)
     first = await client.prompt("q").tools(send_mail, lookup).acall().chat_client_response()
     history = first.context[AdvisorParams.CONVERSATION_HISTORY]
-    await (
-        client.prompt()
-        .messages(history)
-        .tools(send_mail, lookup)
-        .tool_approvals({"c2": True, "c3": False})
-        .acall()
-        .content()
-    )
+    await client.prompt().messages(history).tools(send_mail, lookup).tool_approvals(decisions).acall().content()
+
+
+async def test_a_denial_without_a_reason_is_the_exact_text_and_true_false_are_decisions() -> None:
+    model = ScriptedChatModel([_asks(), "ok"])
+    await _ask_then_decide(model, {"c2": True, "c3": False})
     results = model.prompts[1].instructions[-1]
     assert isinstance(results, ToolResponseMessage)
     assert results.responses[2].response_data == "Error: the user denied this tool call"
@@ -149,17 +147,7 @@ async def test_a_denial_without_a_reason_is_the_exact_text_and_true_false_are_de
 
 async def test_approved_arguments_replace_what_the_tool_receives_but_not_the_history() -> None:
     model = ScriptedChatModel([_asks(), "ok"])
-    client = ChatClient(model)
-    first = await client.prompt("q").tools(send_mail, lookup).acall().chat_client_response()
-    history = first.context[AdvisorParams.CONVERSATION_HISTORY]
-    await (
-        client.prompt()
-        .messages(history)
-        .tools(send_mail, lookup)
-        .tool_approvals({"c2": Approved(arguments='{"to": "ada.lovelace"}'), "c3": Denied()})
-        .acall()
-        .content()
-    )
+    await _ask_then_decide(model, {"c2": Approved(arguments='{"to": "ada.lovelace"}'), "c3": Denied()})
     assert sorted(RAN) == ["lookup ada", "send_mail ada.lovelace"]
     assert model.prompts[1].instructions[-2] == _asks()
 

@@ -3,7 +3,6 @@
 from typing import Any
 
 import pytest
-from toolloop_helpers import INSIDE, OUTSIDE, Observer, asks, get_weather
 
 from advisorchain import (
     AdvisorParams,
@@ -22,6 +21,7 @@ from advisorchain.testing import ScriptedChatModel
 from advisorchain.tools.api import ToolContext
 from advisorchain.tools.function import tool, tool_callbacks
 from advisorchain.tools.manager import ToolCallingManager
+from tests.tools.toolloop_helpers import INSIDE, OUTSIDE, Observer, asks, get_weather
 
 WEATHER = ("w1", "get_weather", '{"city": "Oslo"}')
 SUNNY = ToolResponseMessage([ToolResponse("w1", "get_weather", "sunny in Oslo")])

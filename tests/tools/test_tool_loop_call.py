@@ -3,21 +3,6 @@
 from typing import Any
 
 import pytest
-from toolloop_helpers import (
-    HOOKS,
-    INSIDE,
-    OUTSIDE,
-    Auditing,
-    Observer,
-    asks,
-    call_chain,
-    get_time,
-    get_weather,
-    lookup,
-    lookup_more,
-    prompt_with,
-    with_usage,
-)
 
 from advisorchain import (
     AssistantMessage,
@@ -35,21 +20,27 @@ from advisorchain import (
     ToolResponse,
     ToolResponseMessage,
     Usage,
-    UserMessage,
 )
 from advisorchain.advisors.api import CallAdvisorChain, StreamAdvisorChain
 from advisorchain.advisors.tool_calling import ToolCallingAdvisor
 from advisorchain.testing import ScriptedChatModel
 from advisorchain.tools.function import tool
 from advisorchain.tools.manager import ToolCallingManager, ToolExecutionResult
-
-WEATHER = ("w1", "get_weather", '{"city": "Oslo"}')
-TIME = ("t1", "get_time", '{"city": "Oslo"}')
-
-
-def request_of(*tools: Any, system: str | None = None) -> ChatClientRequest:
-    messages: list[Message] = [SystemMessage(system)] if system else []
-    return ChatClientRequest(prompt_with(*tools, messages=[*messages, UserMessage("weather?")]))
+from tests.tools.toolloop_helpers import (
+    INSIDE,
+    OUTSIDE,
+    TIME,
+    WEATHER,
+    Observer,
+    asks,
+    call_chain,
+    get_time,
+    get_weather,
+    lookup,
+    lookup_more,
+    request_of,
+    with_usage,
+)
 
 
 async def loop(
@@ -90,34 +81,6 @@ def test_the_loop_calls_the_model_until_no_tool_is_requested() -> None:
     answer = ChatClient(model).prompt("weather?").tools(get_weather, get_time).call().content()
     assert answer == "Sunny, noon."
     assert len(model.prompts) == 3
-
-
-async def test_with_history_each_round_sends_the_whole_conversation() -> None:
-    first, second = asks(WEATHER, text="Let me check."), asks(TIME)
-    model = ScriptedChatModel([first, second, "done"])
-    await loop(model, ToolCallingAdvisor(), request=request_of(get_weather, get_time, system="be brief"))
-    weather = ToolResponseMessage([ToolResponse("w1", "get_weather", "sunny in Oslo")])
-    time = ToolResponseMessage([ToolResponse("t1", "get_time", "noon in Oslo")])
-    base = [SystemMessage("be brief"), UserMessage("weather?")]
-    assert [list(p.instructions) for p in model.prompts] == [
-        base,
-        [*base, first, weather],
-        [*base, first, weather, second, time],
-    ]
-
-
-async def test_without_history_each_round_sends_the_system_message_and_the_newest_tool_responses() -> None:
-    model = ScriptedChatModel([asks(WEATHER), asks(TIME), "done"])
-    advisor = ToolCallingAdvisor(conversation_history_enabled=False)
-    await loop(model, advisor, request=request_of(get_weather, get_time, system="be brief"))
-    assert [list(p.instructions) for p in model.prompts] == [
-        [SystemMessage("be brief"), UserMessage("weather?")],
-        [
-            SystemMessage("be brief"),
-            ToolResponseMessage([ToolResponse("w1", "get_weather", "sunny in Oslo")]),
-        ],
-        [SystemMessage("be brief"), ToolResponseMessage([ToolResponse("t1", "get_time", "noon in Oslo")])],
-    ]
 
 
 async def test_without_history_and_without_system_message_only_the_tool_responses_are_sent() -> None:
@@ -283,12 +246,6 @@ async def test_the_checker_sees_each_round_response() -> None:
 
 
 # -- hooks and context ---------------------------------------------------------------------------------
-
-
-async def test_hooks_run_in_order_on_the_call_path() -> None:
-    advisor = Auditing()
-    await loop(ScriptedChatModel([asks(WEATHER), "done"]), advisor)
-    assert advisor.log == HOOKS
 
 
 async def test_do_before_call_changes_what_the_rest_of_the_chain_receives() -> None:

@@ -6,50 +6,37 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from toolloop_helpers import (
-    HOOKS,
+
+from advisorchain import (
+    AssistantMessage,
+    BaseAdvisor,
+    ChatClient,
+    ChatClientResponse,
+    ChatResponse,
+    Generation,
+    Prompt,
+    ToolCall,
+    Usage,
+)
+from advisorchain.advisors.tool_calling import ToolCallingAdvisor
+from advisorchain.testing import FunctionChatModel, ScriptedChatModel
+from advisorchain.tools.function import tool
+from advisorchain.tools.manager import ToolCallingManager
+from tests.tools.toolloop_helpers import (
     INSIDE,
     OUTSIDE,
-    Auditing,
+    TIME,
+    WEATHER,
     Observer,
     asks,
     collect,
     get_time,
     get_weather,
     lookup,
-    prompt_with,
+    request_of,
     stream_chain,
     with_usage,
 )
-
-from advisorchain import (
-    AssistantMessage,
-    BaseAdvisor,
-    ChatClient,
-    ChatClientRequest,
-    ChatClientResponse,
-    ChatResponse,
-    Generation,
-    Prompt,
-    SystemMessage,
-    ToolCall,
-    ToolResponse,
-    ToolResponseMessage,
-    Usage,
-    UserMessage,
-)
-from advisorchain.advisors.tool_calling import ToolCallingAdvisor
-from advisorchain.testing import FunctionChatModel, ScriptedChatModel
-from advisorchain.tools.function import tool
-from advisorchain.tools.manager import ToolCallingManager
-
-WEATHER = ("w1", "get_weather", '{"city": "Oslo"}')
-TIME = ("t1", "get_time", '{"city": "Oslo"}')
-
-
-def request_of(*tools: Any, system: str | None = None) -> ChatClientRequest:
-    messages: list[Any] = [SystemMessage(system)] if system else []
-    return ChatClientRequest(prompt_with(*tools, messages=[*messages, UserMessage("weather?")]))
 
 
 def stream(model: Any, advisor: ToolCallingAdvisor, *others: Any, request: Any = None) -> Any:
@@ -155,31 +142,6 @@ async def test_a_checker_that_says_no_streams_the_tool_calls_to_the_caller() -> 
     assert chunks[-1].chat_response.result.output.tool_calls == (ToolCall(*WEATHER),)
 
 
-# -- messages per round --------------------------------------------------------------------------------
-
-
-async def test_with_history_each_round_sends_the_whole_conversation() -> None:
-    first = asks(WEATHER, text="Let me check.")
-    model = ScriptedChatModel([first, "done"])
-    await collect(stream(model, ToolCallingAdvisor(), request=request_of(get_weather, system="s")))
-    assert list(model.prompts[1].instructions) == [
-        SystemMessage("s"),
-        UserMessage("weather?"),
-        first,
-        ToolResponseMessage([ToolResponse("w1", "get_weather", "sunny in Oslo")]),
-    ]
-
-
-async def test_without_history_each_round_sends_the_system_message_and_the_newest_tool_responses() -> None:
-    model = ScriptedChatModel([asks(WEATHER), asks(TIME), "done"])
-    advisor = ToolCallingAdvisor(conversation_history_enabled=False)
-    await collect(stream(model, advisor, request=request_of(get_weather, get_time, system="s")))
-    assert list(model.prompts[2].instructions) == [
-        SystemMessage("s"),
-        ToolResponseMessage([ToolResponse("t1", "get_time", "noon in Oslo")]),
-    ]
-
-
 async def test_client_astream_content_joins_the_text_of_every_round() -> None:
     model = ScriptedChatModel([asks(WEATHER, text="Checking."), "Sunny in Oslo."])
     client = ChatClient(model)
@@ -188,12 +150,6 @@ async def test_client_astream_content_joins_the_text_of_every_round() -> None:
 
 
 # -- hooks -----------------------------------------------------------------------------------------------
-
-
-async def test_hooks_run_in_the_same_order_as_on_the_call_path() -> None:
-    advisor = Auditing()
-    await collect(stream(ScriptedChatModel([asks(WEATHER), "done"]), advisor))
-    assert advisor.log == HOOKS
 
 
 async def test_do_after_call_gets_the_aggregated_round_and_drives_the_loop() -> None:

@@ -8,7 +8,6 @@ import pytest
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from toolloop_helpers import asks, get_time, get_weather, lookup, lookup_more, prompt_with
 
 from advisorchain import (
     AssistantMessage,
@@ -26,6 +25,7 @@ from advisorchain import observability as obs
 from advisorchain.tools.api import ToolContext
 from advisorchain.tools.function import tool
 from advisorchain.tools.manager import ToolCallingManager, ToolExecutionResult
+from tests.tools.toolloop_helpers import asks, get_time, get_weather, lookup, lookup_more, prompt_with
 
 
 def response_of(message: AssistantMessage) -> ChatResponse:

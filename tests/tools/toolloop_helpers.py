@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from advisorchain import (
     AssistantMessage,
@@ -15,6 +15,7 @@ from advisorchain import (
     Message,
     Prompt,
     StreamAdvisorChain,
+    SystemMessage,
     ToolCall,
     Usage,
     UserMessage,
@@ -104,6 +105,31 @@ def stream_chain(model: ScriptedChatModel, *advisors: Any) -> StreamAdvisorChain
 
 async def collect(stream: AsyncIterator[ChatClientResponse]) -> list[ChatClientResponse]:
     return [chunk async for chunk in stream]
+
+
+WEATHER = ("w1", "get_weather", '{"city": "Oslo"}')
+TIME = ("t1", "get_time", '{"city": "Oslo"}')
+
+Path = Literal["call", "stream"]
+PATHS: list[Path] = ["call", "stream"]
+"""Both ways through the chain, for the tests of what the loop does the same on each."""
+
+
+def request_of(*tools: Any, system: str | None = None) -> ChatClientRequest:
+    """A request asking ``weather?`` with ``tools`` (after ``system``, when given)."""
+    messages: list[Message] = [SystemMessage(system)] if system else []
+    return ChatClientRequest(prompt_with(*tools, messages=[*messages, UserMessage("weather?")]))
+
+
+async def run_loop(
+    path: Path, model: ScriptedChatModel, *advisors: Any, request: ChatClientRequest | None = None
+) -> list[ChatClientResponse]:
+    """The chain of ``advisors`` on ``model`` run on ``path`` for ``request`` (``weather?`` with
+    get_weather and get_time by default): the one response, or every streamed chunk."""
+    request = request or request_of(get_weather, get_time)
+    if path == "call":
+        return [await call_chain(model, *advisors).next_call(request)]
+    return await collect(stream_chain(model, *advisors).next_stream(request))
 
 
 class Auditing(ToolCallingAdvisor):

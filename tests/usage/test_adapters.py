@@ -7,10 +7,8 @@ from __future__ import annotations
 import copy
 import json
 import os
-import threading
 from collections.abc import Iterator
 from decimal import Decimal
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +34,7 @@ from advisorchain.models import FallbackChatModel, RetryChatModel  # noqa: E402
 from advisorchain.models.anthropic import AnthropicChatModel  # noqa: E402
 from advisorchain.models.openai import OpenAIChatModel, OpenAIResponsesChatModel  # noqa: E402
 from advisorchain.replay import Cassette, replay_anthropic_client, replay_openai_client  # noqa: E402
+from tests.support.openai_server import json_reply, running_server  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -257,30 +256,11 @@ _COMPLETION = {
 }
 
 
-class _Handler(BaseHTTPRequestHandler):
-    def do_POST(self) -> None:
-        self.rfile.read(int(self.headers.get("content-length") or 0))
-        body = json.dumps(_COMPLETION).encode()
-        self.send_response(200)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass
-
-
 @pytest.fixture
 def local_server() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    finally:
-        server.shutdown()
-        server.server_close()
+    """An OpenAI-compatible server of one's own (the suite's scripted server) answering with cache counts."""
+    with running_server(lambda request: json_reply(200, _COMPLETION)) as server:
+        yield server.url + "/v1"
 
 
 async def test_a_local_servers_cache_counts_are_kept_and_only_prices_price_it(local_server: str) -> None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 from decimal import Decimal
 
 import pytest
-from usage_support import PATHS, PRICES, Path, asks, ran, run, says, weather
 
 from advisorchain import (
     Approved,
@@ -25,6 +24,7 @@ from advisorchain import (
     UsageLimits,
     tool,
 )
+from tests.usage.usage_support import PATHS, PRICES, Path, asks, ran, run, says, weather
 
 pytestmark = pytest.mark.parametrize("path", PATHS)
 

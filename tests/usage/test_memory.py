@@ -6,7 +6,6 @@ ending is."""
 from __future__ import annotations
 
 import pytest
-from usage_support import PATHS, Path, asks, ran, run, says, weather
 
 from advisorchain import (
     AssistantMessage,
@@ -22,6 +21,7 @@ from advisorchain import (
     UsageLimitExceeded,
     UsageLimits,
 )
+from tests.usage.usage_support import PATHS, Path, asks, ran, run, says, weather
 
 pytestmark = pytest.mark.parametrize("path", PATHS)
 

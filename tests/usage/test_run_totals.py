@@ -8,7 +8,6 @@ from decimal import Decimal
 
 import pytest
 from pydantic import BaseModel
-from usage_support import PATHS, PRICES, Path, run, says, weather
 
 from advisorchain import (
     AssistantMessage,
@@ -29,6 +28,7 @@ from advisorchain import (
     UsageLimits,
     tool,
 )
+from tests.usage.usage_support import PATHS, PRICES, Path, run, says, weather
 
 pytestmark = pytest.mark.parametrize("path", PATHS)
 COST = Decimal("0.0003")  # one scripted answer: 100 in + 10 out at $2 / $10 per million

@@ -9,9 +9,9 @@ from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from usage_support import PATHS, PRICES, Path, asks, run, says, weather
 
 from advisorchain import ChatClient, ScriptedChatModel, Usage, UsageLimitExceeded, UsageLimits
+from tests.usage.usage_support import PATHS, PRICES, Path, asks, run, says, weather
 
 _exporter = InMemorySpanExporter()
 

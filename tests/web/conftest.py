@@ -9,7 +9,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from web_helpers import CHROMIUM, CHROMIUM_ARGS
+
+from tests.web.web_helpers import CHROMIUM, CHROMIUM_ARGS
 
 
 @pytest.fixture(scope="module")

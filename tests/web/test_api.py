@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 from starlette.testclient import TestClient
-from web_helpers import AUTH, TOKEN, agent, asks, events, named, ran
 
 from advisorchain import (
     AdvisorParams,
@@ -29,6 +28,7 @@ from advisorchain import (
 from advisorchain.model import ChatResponseMetadata, Generation, Usage
 from advisorchain.testing import FunctionChatModel, ScriptedChatModel
 from advisorchain.web import create_app
+from tests.web.web_helpers import AUTH, TOKEN, agent, asks, events, named, ran
 
 
 @pytest.fixture(autouse=True)

@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from web_helpers import TOKEN, Running, agent, serve, wait_for, web
 
 from advisorchain import ModelError
 from advisorchain.testing import ScriptedChatModel
 from advisorchain.web import create_app
+from tests.web.web_helpers import TOKEN, Running, agent, serve, wait_for, web
 
 pytest.importorskip("playwright", reason="the browser tests need Playwright: pip install -e '.[dev]'")
 from playwright.sync_api import expect

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import httpx2 as httpx
 import pytest
-from web_helpers import COMMAND, events, named, web, web_env
+
+from tests.web.web_helpers import COMMAND, events, named, web, web_env
 
 _env = web_env
 

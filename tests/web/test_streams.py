@@ -9,12 +9,12 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx2 as httpx
-from web_helpers import AUTH, TOKEN, agent, events, named, serve, wait_for
 
 from advisorchain import AssistantMessage, ChatResponse, MessageWindowChatMemory, Prompt
 from advisorchain.model import Generation
 from advisorchain.testing import FunctionChatModel, stream_chunks
 from advisorchain.web import create_app
+from tests.web.web_helpers import AUTH, TOKEN, agent, events, named, serve, wait_for
 
 
 class _Hanging:

@@ -9,7 +9,6 @@ from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
-from web_helpers import TOOLS
 
 from advisorchain import (
     AssistantMessage,
@@ -23,6 +22,7 @@ from advisorchain import (
 from advisorchain.errors import ModelError
 from advisorchain.web._service import Refused, TurnRequest, parse_turn
 from advisorchain.web._views import arranged, error_line, jsonable, pending_calls, title_of, turns_of
+from tests.web.web_helpers import TOOLS
 
 TOOLS_BY_NAME = {t.definition.name: t for t in tool_callbacks(*TOOLS)}
 

@@ -4,15 +4,14 @@ documents it retrieved and the ones the answer cites reach the page with the tur
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import httpx2 as httpx
 import pytest
-from web_helpers import COMMAND, events, named, web, web_env
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
-from held_server import held_server
+from tests.support.openai_server import running_server
+from tests.support.scripts import chat_answer
+from tests.web.web_helpers import COMMAND, events, named, web, web_env
 
 pytest.importorskip("apsw")  # the rag extra
 
@@ -22,9 +21,9 @@ def test_the_page_shows_the_documents_retrieved_and_the_ones_cited(tmp_path: Pat
     kb = f"sqlite:///{tmp_path / 'kb.db'}"
     indexed = subprocess.run([*COMMAND, "index", str(tmp_path / "slots.md"), "--store", kb], env=web_env(tmp_path), capture_output=True, text=True)
     assert indexed.returncode == 0, indexed.stderr
-    with held_server() as held:
-        held.reply("Slot E1054 [1].")
-        with web(tmp_path, "--model", "openai:m", "--base-url", held.url, "--knowledge", kb) as running:
+    with running_server(chat_answer()) as held:
+        held.queue(chat_answer("Slot E1054 [1]."))
+        with web(tmp_path, "--model", "openai:m", "--base-url", held.base_url, "--knowledge", kb) as running:
             http = httpx.Client(base_url=running.base, headers={"x-advisorchain-token": running.token}, timeout=60)
             conversation = http.post("/api/conversations").json()["id"]
             found = events(http.post(f"/api/conversations/{conversation}/turns", json={"text": "Which slot?"}).text)

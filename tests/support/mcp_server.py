@@ -1,6 +1,19 @@
-"""A small MCP server (the SDK's MCPServer) for the MCP tests: tools that fail, hang, crash, change the
-tool list, carry annotations, answer with images, audio and resources, answer too much, and storm
-the client with notifications. Run: ``python scripted_server.py stdio`` or ``... http <port>``."""
+"""The tests' one scripted MCP server, run as its own process (by path: it imports nothing from the
+tests, so it runs from any working directory with any environment; ``tests.support.mcp_helpers``
+starts it). No module beside it may be named like a package it imports (``mcp``...): the folder of
+a script run by path comes first on ``sys.path``::
+
+    python tests/support/mcp_server.py KIND stdio
+    python tests/support/mcp_server.py KIND http PORT
+
+KIND is one of:
+
+* ``scripted``: the MCP SDK's own MCPServer with tools that fail, hang, crash, change the tool list,
+  carry annotations, answer with images, audio and resources, answer too much, and storm the client
+  with notifications (for the client side, ``advisorchain.mcp``'s McpServerStdio/McpServerHttp);
+* ``served``: advisorchain tools and a ChatClient served with ``advisorchain.mcp.serve``;
+* ``weather``: one weather tool served with ``advisorchain.mcp.serve`` (for the CLI's ``--mcp``).
+"""
 
 from __future__ import annotations
 
@@ -8,6 +21,8 @@ import asyncio
 import base64
 import os
 import sys
+from pathlib import Path
+from typing import Annotated
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -24,7 +39,22 @@ from mcp.types import (
     TextResourceContents,
     ToolAnnotations,
 )
-from mcp_helpers import PDF, PNG, WAV
+from pydantic import Field
+
+from advisorchain import AssistantMessage, ChatClient, Prompt, UserMessage, tool
+from advisorchain.mcp import agent_tool, serve
+from advisorchain.testing import FunctionChatModel
+
+PATH = str(Path(__file__).resolve())
+"""This script, to run with ``sys.executable``."""
+
+# Media the scripted server returns: bytes that are not text, so that a base64 copy of them would
+# show in a text if one leaked.
+PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4
+WAV = b"RIFF\x24\x00\x00\x00WAVEfmt " + bytes(range(200))
+PDF = b"%PDF-1.4\n" + bytes(range(100))
+
+# -- scripted: the SDK's MCPServer -----------------------------------------------------------------
 
 server = MCPServer("scripted", version="1.0", log_level="WARNING")
 
@@ -185,8 +215,52 @@ async def storm(times: int, ctx: Context) -> str:
     return f"sent {times}"
 
 
-if __name__ == "__main__":
-    if sys.argv[1:2] == ["http"]:
-        server.run("streamable-http", port=int(sys.argv[2]), host="127.0.0.1")
+# -- served and weather: advisorchain.mcp.serve ----------------------------------------------------
+
+
+@tool
+def add(a: Annotated[int, Field(description="first addend")], b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+@tool
+def divide(a: float, b: float) -> float:
+    """Divide a by b."""
+    return a / b
+
+
+def answer(prompt: Prompt) -> AssistantMessage:
+    question = next(m.text for m in reversed(prompt.instructions) if isinstance(m, UserMessage))
+    return AssistantMessage(f"The agent heard: {question}")
+
+
+@tool
+def get_weather(city: str) -> str:
+    """Get the current weather for a city."""
+    return f"{city}: sunny, 21C"
+
+
+def main(kind: str, transport: str = "stdio", port: str | None = None) -> None:
+    if kind == "scripted":
+        if transport == "http":
+            server.run("streamable-http", port=int(port or 0), host="127.0.0.1")
+        else:
+            server.run("stdio")
+        return
+    tools, name = (
+        ([get_weather], "weather")
+        if kind == "weather"
+        else (
+            [add, divide, agent_tool(ChatClient(FunctionChatModel(answer)), name="ask_agent")],
+            "served-tools",
+        )
+    )
+    if transport == "http":
+        serve(*tools, name=name, transport="streamable-http", port=int(port or 0))
     else:
-        server.run("stdio")
+        serve(*tools, name=name)
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:])
