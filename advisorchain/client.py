@@ -5,6 +5,7 @@ the blocking forms go through the bridge in ``_sync``."""
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import repeat
@@ -22,7 +23,7 @@ from .advisors.chain import (
     assemble_advisors,
     check_advisor,
 )
-from .advisors.memory import conversation_turns
+from .advisors.memory import conversation_turns, holds_turns
 from .advisors.structured_output import StructuredOutputValidationAdvisor
 from .advisors.tool_calling import ToolCallingAdvisor
 from .advisors.vocabulary import AdvisorParams
@@ -363,7 +364,10 @@ def _checked_advisors(advisors: Iterable[object]) -> tuple[Advisor, ...]:
     return tuple(checked)
 
 
+@functools.cache
 def _tool_calling_advisor(conversation_history_enabled: bool) -> Advisor:
+    """The auto-registered tool loop: one per setting, shared by every request (it keeps each
+    loop's state in the loop, none in itself)."""
     return ToolCallingAdvisor(conversation_history_enabled=conversation_history_enabled)
 
 
@@ -386,6 +390,8 @@ class _Request:
 
     async def call(self, model: ChatModel) -> ChatClientResponse:
         chain = CallAdvisorChain(self.advisors, model)
+        if not holds_turns(self.advisors) and not obs.tracing_enabled():
+            return await chain.next_call(self.request)
         # One turn per conversation at a time (memory advisors); released on error or cancellation.
         async with conversation_turns(self.advisors, self.request) as request:
             if obs.tracing_enabled():

@@ -478,6 +478,8 @@ def assemble_advisors(
     and none given, ``tool_advisor_factory(conversation_history_enabled)`` makes one — with the
     history off when a ``MemoryAdvisor`` sits inside the loop (it supplies the history).
     """
+    if not defaults and not requested:  # the common request: the tool loop alone, or nothing
+        return (tool_advisor_factory(True),) if auto_register else ()
     advisors: list[Advisor] = [*defaults, *requested]
     seen: set[int] = set()
     for advisor in advisors:

@@ -9,6 +9,7 @@ the stream path share one family of async hooks (``do_*``) that subclasses overr
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -228,15 +229,26 @@ class ToolCallingAdvisor(ToolAdvisor):
                 dataclasses.replace(chat.metadata, finish_reason=ToolExecutionResult.FINISH_REASON),
             )
             return _Stop(with_total_usage(response, loop.usages, direct), synthetic=True)
-        messages = await self.do_get_next_instructions_for_tool_call(request, response, result)
-        if not isinstance(messages, Sequence):
-            raise ChainConfigurationError(
-                f"advisor {self.name!r} returned {messages!r} from do_get_next_instructions_for_tool_call; "
-                "return the list of messages for the next round"
-            )
         context = {**request.context, **response.context}
         context.pop(AdvisorParams.HISTORY_REPLACEMENTS, None)  # applied once, in this round
-        return request.copy(prompt=request.prompt.copy(instructions=tuple(messages)), context=context)
+        instructions = await self._next_instructions(request, response, result)
+        return request.copy(prompt=request.prompt.copy(instructions=instructions), context=context)
+
+    async def _next_instructions(
+        self, request: ChatClientRequest, response: ChatClientResponse, result: ToolExecutionResult
+    ) -> tuple[Message, ...]:
+        """The next round's messages (``do_get_next_instructions_for_tool_call``, checked); the
+        full history as it is when the hook is the base one and the history is on."""
+        hook = "do_get_next_instructions_for_tool_call"
+        if self.conversation_history_enabled and not _overrides(type(self), hook):
+            return result.conversation_history
+        messages = await self.do_get_next_instructions_for_tool_call(request, response, result)
+        if type(messages) is not list and not isinstance(messages, Sequence):
+            raise ChainConfigurationError(
+                f"advisor {self.name!r} returned {messages!r} from {hook}; "
+                "return the list of messages for the next round"
+            )
+        return tuple(messages)
 
     async def _run_round(
         self, prompt: Prompt, chat: ChatResponse, decisions: Mapping[str, Decision] | None
@@ -349,13 +361,16 @@ class ToolCallingAdvisor(ToolAdvisor):
         if request is None or chain is None:
             missing = "request" if request is None else "chain"
             raise ChainConfigurationError(f"{self.name!r} was given no {missing}; it must not be None")
+        if not _overrides(type(self), "do_initialize_loop"):
+            return request
         return checked_request(await self.do_initialize_loop(request, chain), self, "do_initialize_loop")
 
     async def _round_request(
         self, request: ChatClientRequest, chain: CallAdvisorChain | StreamAdvisorChain, loop: _Loop
     ) -> ChatClientRequest:
         """The round's request after ``do_before_call``, its context naming the round."""
-        request = checked_request(await self.do_before_call(request, chain), self, "do_before_call")
+        if _overrides(type(self), "do_before_call"):
+            request = checked_request(await self.do_before_call(request, chain), self, "do_before_call")
         return request.copy(
             context={**request.context, AdvisorParams.TOOL_LOOP_ITERATION: loop.iteration + 1}
         )
@@ -363,11 +378,15 @@ class ToolCallingAdvisor(ToolAdvisor):
     async def _after_call(
         self, response: ChatClientResponse, chain: CallAdvisorChain | StreamAdvisorChain
     ) -> ChatClientResponse:
+        if not _overrides(type(self), "do_after_call"):
+            return response
         return checked_response(await self.do_after_call(response, chain), self, "do_after_call")
 
     async def _finalize(
         self, response: ChatClientResponse, chain: CallAdvisorChain | StreamAdvisorChain
     ) -> ChatClientResponse:
+        if not _overrides(type(self), "do_finalize_loop"):
+            return response
         return checked_response(await self.do_finalize_loop(response, chain), self, "do_finalize_loop")
 
     async def do_initialize_loop(
@@ -412,6 +431,13 @@ class ToolCallingAdvisor(ToolAdvisor):
             messages.append(system)
         messages.extend(m for m in history[-1:] if isinstance(m, ToolResponseMessage))
         return messages
+
+
+@functools.cache
+def _overrides(cls: type, hook: str) -> bool:
+    """True when ``cls`` overrides the ``hook`` of ToolCallingAdvisor: the base hooks change
+    nothing, so a loop that keeps them skips their await (a few per round)."""
+    return getattr(cls, hook) is not getattr(ToolCallingAdvisor, hook)
 
 
 def _with_replacements(

@@ -100,7 +100,11 @@ class HttpChatModel(ABC):
     # -- the skeleton ----------------------------------------------------------------------------
 
     async def _path(self) -> HttpPath:
-        path: HttpPath = await self._clients.current_companion()
+        """The running loop's HTTP path (made on the loop's first request), once the request guard
+        let the request through. Awaited only for a loop's first request: the rest find it at once."""
+        path: HttpPath | None = self._clients.ready_companion()
+        if path is None:
+            path = await self._clients.current_companion()
         check_request_allowed(self.provider, path.client)
         return path
 
