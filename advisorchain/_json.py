@@ -10,7 +10,7 @@ import re
 from collections.abc import Callable
 from typing import Any, cast
 
-__all__ = ["FAST", "dumps", "loads"]
+__all__ = ["FAST", "dumps", "has_long_digits", "loads", "loads_short"]
 
 _orjson: Any
 try:
@@ -30,7 +30,9 @@ _DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
 _NINETEEN_ZEROS = b"0" * 19
 
 
-def _has_long_digits(data: str | bytes) -> bool:
+def has_long_digits(data: str | bytes) -> bool:
+    """True when ``data`` holds 19 digits in a row: maybe an integer past 64 bits, which orjson
+    would read as a float. Checked once for a whole read of a stream, not per event."""
     if isinstance(data, bytes):
         # Two passes in C (every digit made a 0, then a substring search): a regex costs
         # microseconds per stream event, this a fraction of one.
@@ -38,9 +40,7 @@ def _has_long_digits(data: str | bytes) -> bool:
     return _LONG_DIGITS_TEXT.search(data) is not None
 
 
-def _loads_fast(data: str | bytes) -> Any:
-    if _has_long_digits(data):
-        return json.loads(data)  # exact integers of any size, as the stdlib reads them
+def _loads_short(data: str | bytes) -> Any:
     try:
         return _orjson.loads(data)
     except ValueError:
@@ -49,8 +49,18 @@ def _loads_fast(data: str | bytes) -> Any:
         return json.loads(data)
 
 
+def _loads_fast(data: str | bytes) -> Any:
+    if has_long_digits(data):
+        return json.loads(data)  # exact integers of any size, as the stdlib reads them
+    return _loads_short(data)
+
+
 loads: Callable[[str | bytes], Any] = _loads_fast if FAST else json.loads
 """Parse one JSON document (``str`` or UTF-8 ``bytes``); a ``ValueError`` when it is not JSON."""
+
+loads_short: Callable[[str | bytes], Any] = _loads_short if FAST else json.loads
+"""``loads`` for text known to hold no 19 digits in a row (``has_long_digits`` is false): the same
+result without looking again."""
 
 
 def _dumps_stdlib(body: object) -> bytes:

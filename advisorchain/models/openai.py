@@ -17,11 +17,12 @@ for an answer the server marked complete: a stream that ends with neither a ``fi
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from .._built import text_delta
 from ..errors import ModelError
 from ..messages import (
     AssistantMessage,
@@ -347,7 +348,7 @@ class StreamAssembler:
     """Where the stream comes from (named in its errors)."""
     _text_metadata: ChatResponseMetadata | None = field(default=None, repr=False, compare=False)
 
-    def feed_events(self, events: list[tuple[str, object]]) -> list[str]:
+    def feed_events(self, events: Iterable[tuple[str, object]]) -> list[str]:
         """Take in decoded events in order (none after ``[DONE]``); their text deltas. An error
         event, or a chunk carrying an ``error``, raises its ModelError."""
         texts: list[str] = []
@@ -445,7 +446,7 @@ class StreamAssembler:
             self.usage,
         ):
             metadata = self._text_metadata = self._metadata(None)
-        return ChatResponse((Generation(AssistantMessage(text)),), metadata)
+        return text_delta(text, metadata)
 
     def final(self) -> ChatResponse:
         """The last chunk: whole tool calls, finish reason, usage, reasoning metadata."""

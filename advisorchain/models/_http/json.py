@@ -4,6 +4,6 @@ tool arguments with it too."""
 
 from __future__ import annotations
 
-from ..._json import FAST, dumps, loads
+from ..._json import FAST, dumps, has_long_digits, loads, loads_short
 
-__all__ = ["FAST", "dumps", "loads"]
+__all__ = ["FAST", "dumps", "has_long_digits", "loads", "loads_short"]
