@@ -22,6 +22,7 @@ from .advisors.chain import (
     StreamAdvisorChain,
     assemble_advisors,
     check_advisor,
+    starts_lazily,
 )
 from .advisors.memory import conversation_turns, holds_turns
 from .advisors.structured_output import StructuredOutputValidationAdvisor
@@ -402,7 +403,11 @@ class _Request:
             return await chain.next_call(request)
 
     def stream(self, model: ChatModel) -> AsyncIterator[ChatClientResponse]:
-        source = self._held_stream(StreamAdvisorChain(self.advisors, model))
+        chain = StreamAdvisorChain(self.advisors, model)
+        # Without memory there is no turn to hold: the chain's stream is the request's (one hop less
+        # per chunk), when opening it runs nothing before the first chunk is asked for.
+        direct = starts_lazily(self.advisors) and not holds_turns(self.advisors)
+        source = chain.next_stream(self.request) if direct else self._held_stream(chain)
         if obs.tracing_enabled():
             return obs.traced_stream(
                 "advisorchain request", source, {"advisorchain.advisors": [a.name for a in self.advisors]}

@@ -50,6 +50,7 @@ __all__ = [
     "checked_response",
     "collect_answer",
     "is_end_of_answer",
+    "starts_lazily",
 ]
 
 
@@ -400,6 +401,12 @@ def _hop_stream(
     if _is_library_stream(type(advisor)):
         return stream  # type: ignore[no-any-return]  # the library's own advisors yield only responses
     return _checked_chunks(stream, advisor)
+
+
+def starts_lazily(advisors: Sequence[Advisor]) -> bool:
+    """True when ``next_stream`` of a chain of ``advisors`` runs nothing before its stream's first
+    item is asked for: its first link is the model's or a library advisor's (async generators)."""
+    return not advisors or _is_library_stream(type(advisors[0]))
 
 
 @functools.cache

@@ -20,13 +20,13 @@ from .._streams import closing
 from ..errors import ChainConfigurationError, MaxIterationsExceeded, ToolCallLimitExceeded, ToolExecutionError
 from ..messages import AssistantMessage, Message, ToolCall, ToolResponseMessage
 from ..model import (
-    ChatClientMessageAggregator,
     ChatClientRequest,
     ChatClientResponse,
     ChatResponse,
     FinishReason,
     Generation,
     Prompt,
+    StreamAggregation,
     Usage,
     with_total_usage,
 )
@@ -137,16 +137,17 @@ class ToolCallingAdvisor(ToolAdvisor):
         request = resumed or request
         while True:
             request = await self._round_request(request, chain, loop)
-            chunks: list[ChatClientResponse] = []
+            # The round's answer is aggregated as it streams: its chunks are not kept (they go out).
+            aggregation = StreamAggregation()
             held: list[ChatClientResponse] = []  # chunks with tool calls or a finish reason
             async with closing(inner.next_stream(request)) as stream:
                 async for chunk in stream:
-                    chunks.append(chunk)
+                    aggregation.add_client(chunk)
                     if _decides_the_round(chunk):
                         held.append(chunk)
                     else:
                         yield chunk  # text streams live
-            aggregated = ChatClientMessageAggregator.aggregate_responses(chunks)
+            aggregated = aggregation.client_response()
             step = await self._after_round(loop, request, await self._after_call(aggregated, chain))
             if isinstance(step, ChatClientRequest):
                 for chunk in held:  # a round that asked for tools: only its text goes out
@@ -462,7 +463,14 @@ def _with_replacements(
 def _decides_the_round(chunk: ChatClientResponse) -> bool:
     """A chunk with tool calls or a finish reason waits until the round's fate is known."""
     chat = chunk.chat_response
-    return chat is not None and (chat.has_tool_calls() or chat.finish_reason is not None)
+    if chat is None:
+        return False
+    generations = chat.generations
+    if len(generations) == 1:  # a text delta, mostly: read once per streamed chunk
+        first = generations[0]
+        finished = chat.metadata.finish_reason is not None or first.finish_reason is not None
+        return finished or bool(first.output.tool_calls)
+    return chat.has_tool_calls() or chat.finish_reason is not None
 
 
 def _text_only(chunk: ChatClientResponse) -> ChatClientResponse | None:
