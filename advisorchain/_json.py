@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any
 
 __all__ = ["FAST", "dumps", "has_long_digits", "loads", "loads_short"]
 
@@ -69,7 +69,7 @@ def _dumps_stdlib(body: object) -> bytes:
 
 def _dumps_fast(body: object) -> bytes:
     try:
-        return cast(bytes, _orjson.dumps(body))
+        return _orjson.dumps(body)  # type: ignore[no-any-return]  # orjson: bytes
     except TypeError:  # what orjson refuses (an int past 64 bits, a str subclass key...)
         return _dumps_stdlib(body)
 

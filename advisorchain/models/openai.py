@@ -23,6 +23,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from .._built import text_delta
+from .._tool_types import ToolDefinition
 from ..errors import ModelError
 from ..messages import (
     AssistantMessage,
@@ -49,7 +50,7 @@ from ._common import (
 )
 from ._http.failures import incomplete_answer, model_error, not_an_object
 from ._http.sse import DONE as _DONE
-from ._http.wire import HISTORY, WireCache, history_body
+from ._http.wire import HISTORY, DefinitionsWire, WireCache, history_body
 from ._media import openai_chat_parts, tool_media, tool_media_heading
 from ._openai_client import BEARER_AUTH, client_for, require_sdk
 
@@ -102,6 +103,7 @@ class OpenAIChatModel(HttpChatModel):
         self._connect(client_for(type(self).__name__, model, client, base_url, api_key, max_retries))
         self._wire = WireCache(partial(_wire_message, replay_reasoning=replay_reasoning))
         self._wire_replays = replay_reasoning
+        self._tools_wire = DefinitionsWire(_tool_params)
 
     def __repr__(self) -> str:
         return f"OpenAIChatModel({self.model_name!r}, provider={self.provider!r})"
@@ -117,7 +119,7 @@ class OpenAIChatModel(HttpChatModel):
 
     def request_body(self, prompt: Prompt, *, stream: bool = False) -> dict[str, Any]:
         """The JSON body this model sends for ``prompt`` (SDK options such as headers left out)."""
-        body, _ = split_sdk_options(self._params(prompt, stream))
+        body, _ = split_sdk_options(self._params(prompt, stream, spliced=False))
         if body.get("messages") is HISTORY:
             body["messages"] = to_openai_messages(prompt.instructions, replay_reasoning=self.replay_reasoning)
         return {**body, "stream": stream}
@@ -129,17 +131,21 @@ class OpenAIChatModel(HttpChatModel):
             self._wire_replays = self.replay_reasoning
         return self._wire
 
-    def _params(self, prompt: Prompt, stream: bool) -> dict[str, Any]:
+    def _params(self, prompt: Prompt, stream: bool, *, spliced: bool = True) -> dict[str, Any]:
         """The request's fields, layered; ``messages`` is ``HISTORY`` (the prompt's messages, to
-        be serialized by the wire cache) unless a layer set it."""
+        be serialized by the wire cache) unless a layer set it. With ``spliced``, the tools are
+        their JSON serialized once (``DefinitionsWire``), unless a layer adds tools of its own."""
         base: dict[str, Any] = {"model": self.model_name, "messages": HISTORY}
         if stream:
             base["stream_options"] = {"include_usage": True}
-        request: dict[str, Any] = option_params(prompt, max_tokens_key="max_tokens", stop_key="stop")
-        tools = [_tool_param(d.name, d.description, d.input_schema) for d in tool_definitions(prompt.options)]
-        if tools:
-            request["tools"] = tools
         options = prompt.options
+        request: dict[str, Any] = option_params(prompt, max_tokens_key="max_tokens", stop_key="stop")
+        definitions = tool_definitions(options)
+        if definitions:
+            joined = "tools" in self.defaults or (options is not None and "tools" in options.extra)
+            request["tools"] = (
+                self._tools_wire.spliced(definitions) if spliced and not joined else _tool_params(definitions)
+            )
         if options is not None and options.output_schema is not None:
             request["response_format"] = _response_format(options.output_schema)
         return request_params(base, self.defaults, request, prompt)
@@ -175,6 +181,10 @@ def _stream_error(data: object, provider: str) -> ModelError:
 
 def _tool_param(name: str, description: str, schema: Mapping[str, Any]) -> dict[str, Any]:
     return {"type": "function", "function": {"name": name, "description": description, "parameters": schema}}
+
+
+def _tool_params(definitions: Sequence[ToolDefinition]) -> list[dict[str, Any]]:
+    return [_tool_param(d.name, d.description, d.input_schema) for d in definitions]
 
 
 def _response_format(schema: Mapping[str, Any]) -> dict[str, Any]:
