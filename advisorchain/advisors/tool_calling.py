@@ -9,7 +9,6 @@ the stream path share one family of async hooks (``do_*``) that subclasses overr
 from __future__ import annotations
 
 import dataclasses
-import functools
 import json
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -434,11 +433,17 @@ class ToolCallingAdvisor(ToolAdvisor):
         return messages
 
 
-@functools.cache
 def _overrides(cls: type, hook: str) -> bool:
     """True when ``cls`` overrides the ``hook`` of ToolCallingAdvisor: the base hooks change
     nothing, so a loop that keeps them skips their await (a few per round)."""
-    return getattr(cls, hook) is not getattr(ToolCallingAdvisor, hook)
+    key = (cls, hook)
+    found = _OVERRIDES.get(key)
+    if found is None:
+        found = _OVERRIDES[key] = getattr(cls, hook) is not getattr(ToolCallingAdvisor, hook)
+    return found
+
+
+_OVERRIDES: dict[tuple[type, str], bool] = {}
 
 
 def _with_replacements(
