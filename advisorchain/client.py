@@ -34,7 +34,7 @@ from .messages import AssistantMessage, Media, Message, SystemMessage, ToolRespo
 from .model import ChatClientRequest, ChatClientResponse, ChatModel, ChatOptions, ChatResponse, Prompt
 from .output import converter_for
 from .tools.approvals import as_decisions
-from .tools.function import ToolCallbackProvider, tool_callbacks
+from .tools.function import ToolCallbackProvider, tool_callbacks, unchecked_tool_callbacks
 
 __all__ = [
     "AsyncCallResponseSpec",
@@ -346,7 +346,8 @@ class ChatClientRequestSpec:
         options = client.default_options
         if self._options is not None:
             options = self._options.merged_over(options)
-        tools = client.default_tool_callbacks() + _to_tool_callbacks(self._tools)
+        # Unique names are checked once, by the ChatOptions' registry below.
+        tools = client.default_tool_callbacks() + tuple(unchecked_tool_callbacks(*self._tools))
         tool_context = dict(self._tool_context)
         conversation_id = conversation_id_of(context)
         if conversation_id is not None:

@@ -111,7 +111,11 @@ class ToolCallingAdvisor(ToolAdvisor):
     async def advise_call(self, request: ChatClientRequest, chain: CallAdvisorChain) -> ChatClientResponse:
         request = await self._initialize(request, chain)
         inner, loop = chain.copy(self), _Loop()
-        resumed = await self._resume(loop, request, inner.call_advisors)
+        resumed = (
+            await self._resume(loop, request, inner.call_advisors)
+            if approval.may_be_waiting(request)
+            else None
+        )
         if isinstance(resumed, _Stop):
             return await self._finalize(resumed.response, chain)
         request = resumed or request
@@ -128,7 +132,11 @@ class ToolCallingAdvisor(ToolAdvisor):
     ) -> AsyncIterator[ChatClientResponse]:
         request = await self._initialize(request, chain)
         inner, loop = chain.copy(self), _Loop()
-        resumed = await self._resume(loop, request, inner.stream_advisors)
+        resumed = (
+            await self._resume(loop, request, inner.stream_advisors)
+            if approval.may_be_waiting(request)
+            else None
+        )
         if isinstance(resumed, _Stop):
             yield resumed.response
             await self._finalize(resumed.response, chain)
@@ -195,7 +203,9 @@ class ToolCallingAdvisor(ToolAdvisor):
             )
         self._check_iterations(loop, chat)
         prompt = self._manager_prompt(loop, request)
-        decided = await approval.decide_round(self.tool_calling_manager, prompt, chat)
+        decided = None
+        if approval.has_decisions_to_make(prompt, chat, None):
+            decided = await approval.decide_round(self.tool_calling_manager, prompt, chat)
         if isinstance(decided, approval.Pending):
             return self._waiting(loop, response, chat, decided, prompt.instructions)
         return await self._execute(loop, request, response, chat, prompt, decided)
@@ -436,14 +446,22 @@ class ToolCallingAdvisor(ToolAdvisor):
 def _overrides(cls: type, hook: str) -> bool:
     """True when ``cls`` overrides the ``hook`` of ToolCallingAdvisor: the base hooks change
     nothing, so a loop that keeps them skips their await (a few per round)."""
-    key = (cls, hook)
-    found = _OVERRIDES.get(key)
-    if found is None:
-        found = _OVERRIDES[key] = getattr(cls, hook) is not getattr(ToolCallingAdvisor, hook)
-    return found
+    overridden = _OVERRIDDEN.get(cls)
+    if overridden is None:
+        overridden = _OVERRIDDEN[cls] = frozenset(
+            name for name in _HOOKS if getattr(cls, name) is not getattr(ToolCallingAdvisor, name)
+        )
+    return hook in overridden
 
 
-_OVERRIDES: dict[tuple[type, str], bool] = {}
+_HOOKS = (
+    "do_initialize_loop",
+    "do_before_call",
+    "do_after_call",
+    "do_finalize_loop",
+    "do_get_next_instructions_for_tool_call",
+)
+_OVERRIDDEN: dict[type, frozenset[str]] = {}
 
 
 def _with_replacements(
