@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from .messages import AssistantMessage
+from .messages import AssistantMessage, ToolCall
 from .model import ChatClientResponse, ChatResponse, ChatResponseMetadata, Generation, _Context
 
-__all__ = ["client_response", "text_delta"]
+__all__ = ["answer", "client_response", "text_delta", "tool_call"]
 
 _new = object.__new__
 
@@ -28,6 +28,32 @@ _TEXT, _CALLS, _METADATA = (_setter(AssistantMessage, n) for n in ("text", "tool
 _OUTPUT, _FINISH = (_setter(Generation, n) for n in ("output", "finish_reason"))
 _GENERATIONS, _RESPONSE_METADATA = (_setter(ChatResponse, n) for n in ("generations", "metadata"))
 _CHAT, _CONTEXT = (_setter(ChatClientResponse, n) for n in ("chat_response", "context"))
+_CALL_ID, _CALL_NAME, _CALL_ARGUMENTS = (_setter(ToolCall, n) for n in ("id", "name", "arguments"))
+
+
+def tool_call(call_id: str, name: str, arguments: str) -> ToolCall:
+    """``ToolCall(call_id, name, arguments)``, three str."""
+    call = _new(ToolCall)
+    _CALL_ID(call, call_id)
+    _CALL_NAME(call, name)
+    _CALL_ARGUMENTS(call, arguments)
+    return call
+
+
+def answer(
+    text: str | None, calls: tuple[ToolCall, ...], metadata: dict[str, Any], finish_reason: str | None
+) -> Generation:
+    """``Generation(AssistantMessage(text, calls, metadata), finish_reason)`` for a tuple of calls
+    and a metadata dict of the caller's own making (the message keeps it, as the constructor
+    would keep its copy)."""
+    message = _new(AssistantMessage)
+    _TEXT(message, text)
+    _CALLS(message, calls)
+    _METADATA(message, metadata)
+    generation = _new(Generation)
+    _OUTPUT(generation, message)
+    _FINISH(generation, finish_reason)
+    return generation
 
 
 def text_delta(text: str, metadata: ChatResponseMetadata) -> ChatResponse:

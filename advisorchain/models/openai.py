@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from .._built import text_delta
+from .._built import answer, text_delta, tool_call
 from .._tool_types import ToolDefinition
 from ..errors import ModelError
 from ..messages import (
@@ -280,8 +280,9 @@ def _generation(choice: Mapping[str, Any]) -> Generation:
     refusal = as_str(message.get("refusal"))
     if refusal:
         metadata["refusal"] = refusal
-    output = AssistantMessage(_content_text(message.get("content")), calls, metadata)
-    return Generation(output, finish_reason_or_default(as_str(choice.get("finish_reason")), bool(calls)))
+    finish = finish_reason_or_default(as_str(choice.get("finish_reason")), bool(calls))
+    # A fresh metadata dict and a tuple of calls: built as the constructors would build them.
+    return answer(_content_text(message.get("content")), calls, metadata, finish)
 
 
 def _content_text(content: object) -> str | None:
@@ -300,7 +301,7 @@ def _tool_call(call: Mapping[str, Any]) -> ToolCall:
     else:
         function = read_dict(call.get("function"))
         name, arguments = as_str(function.get("name")), as_str(function.get("arguments"))
-    return ToolCall(as_str(call.get("id")) or new_tool_call_id(), name or "", arguments or "")
+    return tool_call(as_str(call.get("id")) or new_tool_call_id(), name or "", arguments or "")
 
 
 def _reasoning_metadata(message: Mapping[str, Any]) -> dict[str, Any]:

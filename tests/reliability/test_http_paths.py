@@ -137,6 +137,36 @@ async def test_both_paths_send_the_same_request(
     assert (headers["aiohttp"]["x-team"], headers["aiohttp"]["x-call"]) == ("t", "c")
 
 
+async def test_requests_whose_headers_differ_from_the_first_send_their_own_on_both_paths(
+    server: FaultServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The aiohttp path keeps the first request's headers as its session's: a later request with a
+    # header added, changed or removed (``extra_headers``, an ``Omit``) must still send exactly its own.
+    layers: list[dict[str, Any]] = [
+        {},
+        {"extra_headers": {"x-call": "2"}},
+        {"extra_headers": {"x-team": "other"}},
+        {"extra_headers": {"x-team": openai.Omit()}},
+        {},
+    ]
+    sent: dict[str, list[dict[str, str]]] = {}
+    for path in PATHS:
+        _use(monkeypatch, path)
+        server.reset()
+        client = _client(server, default_headers={"x-team": "t"})
+        model = OpenAIChatModel("m", client=client)
+        for extra in layers:
+            server.queue(json_reply(200, openai_completion("hi")))
+            assert (await model.call(Prompt([UserMessage("hi")], ChatOptions(extra=extra)))).text == "hi"
+        await client.close()
+        sent[path] = [
+            {k: v for k, v in r.headers.items() if k not in _LIBRARY_HEADERS} for r in server.requests
+        ]
+    assert sent["aiohttp"] == sent["sdk"]
+    assert [h.get("x-team") for h in sent["aiohttp"]] == ["t", "t", "other", None, "t"]
+    assert [h.get("x-call") for h in sent["aiohttp"]] == [None, "2", None, None, None]
+
+
 @pytest.mark.parametrize("path", PATHS)
 async def test_retries_follow_the_sdk_clients_policy(
     server: FaultServer, monkeypatch: pytest.MonkeyPatch, path: str
