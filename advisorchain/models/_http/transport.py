@@ -549,7 +549,8 @@ class _AiohttpReply:
         content = self._response.content
         if not content.is_eof():
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(content.wait_eof(), _FINISH_WAIT_S)
+                async with asyncio.timeout(_FINISH_WAIT_S):  # no task of its own, as wait_for makes
+                    await content.wait_eof()
 
     async def aclose(self) -> None:
         # A response read to its end gives its connection back to the pool; one left half-read
