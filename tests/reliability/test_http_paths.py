@@ -5,6 +5,7 @@ source of truth for the key, headers, timeouts and retry policy."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import httpx2
@@ -23,6 +24,7 @@ from fault_server import (
 
 from advisorchain import ModelError, Prompt, UserMessage, tool
 from advisorchain.model import ChatOptions
+from advisorchain.models._http import internals
 from advisorchain.models._http.transport import AiohttpPath, SdkPath
 from advisorchain.models.anthropic import AnthropicChatModel
 from advisorchain.models.openai import OpenAIChatModel
@@ -93,6 +95,30 @@ async def test_azure_and_proxied_clients_keep_the_sdk_stack(
     monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")
     proxied = openai.AsyncOpenAI(base_url="https://api.example.com/v1", api_key="k")
     assert isinstance(await _path_of(OpenAIChatModel("m", client=proxied)), SdkPath)
+
+
+def _defining_class(cls: type, name: str) -> type:
+    return next(klass for klass in cls.__mro__ if name in vars(klass))
+
+
+async def test_an_sdk_that_moved_what_the_aiohttp_path_reads_keeps_its_own_stack_and_answers(
+    server: FaultServer, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    _use(monkeypatch, "aiohttp")
+    monkeypatch.setattr(internals, "_checked", {})
+    owner = _defining_class(openai.AsyncOpenAI, "_calculate_retry_timeout")
+    monkeypatch.delattr(owner, "_calculate_retry_timeout")  # as an SDK release that renamed it would
+    server.queue(json_reply(200, openai_completion("done")))
+    client = _client(server)
+    model = OpenAIChatModel("m", client=client)
+    with caplog.at_level(logging.WARNING, "advisorchain.models"):
+        assert (await model.call(Prompt([UserMessage("hi")]))).text == "done"
+    path = await _path_of(model)
+    await client.close()
+    assert isinstance(path, SdkPath)
+    assert len(server.requests) == 1
+    assert "client _calculate_retry_timeout (callable)" in caplog.text
+    assert "keep the SDK's own HTTP stack" in caplog.text
 
 
 # -- same request, same errors ---------------------------------------------------------------------

@@ -18,9 +18,10 @@ on both):
   and scans no pool, which is most of the CPU a request costs on the SDK path (measured in
   ``benchmarks/ISSUE-13.md``).
 
-``aiohttp`` is chosen automatically when it is installed and the client is one it can stand in for:
-an SDK client of exactly the SDK's class (not Azure's or a subclass), over the SDK's default HTTP
-client (a user's own ``http_client`` — proxies, mounts, a mock transport — is always used as is),
+``aiohttp`` (which the provider extras bring) is chosen automatically when it is installed, the SDK
+still has every private attribute this path reads (``internals``), and the client is one it can
+stand in for: an SDK client of exactly the SDK's class (not Azure's or a subclass), over the SDK's
+default HTTP client (a user's own ``http_client`` — proxies, mounts, a mock transport — is always used as is),
 with a plain API key (no key provider, credentials, workload identity, custom auth or middleware,
 which hook into the SDK's send) and no proxy (one from the environment included: the SDK's stack
 goes through it). ``ADVISORCHAIN_HTTP=sdk`` in the environment keeps every request on the SDK path.
@@ -43,6 +44,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from ..._urls import split_userinfo
 from ...errors import ModelError
+from . import internals
 from .failures import model_error
 
 if TYPE_CHECKING:
@@ -238,6 +240,8 @@ def aiohttp_eligible(client: object, sdk_module: str) -> bool:
     sdk = importlib.import_module(sdk_module)
     client_class = getattr(sdk, _CLIENT_CLASSES.get(sdk_module, ""), None)
     if client_class is None or type(client) is not client_class:
+        return False
+    if internals.missing(client, sdk_module):  # an SDK release moved what this path reads
         return False
     if any(getattr(client, hook, None) is not None for hook in _SEND_HOOKS):
         return False
