@@ -198,9 +198,13 @@ def test_an_extra_installed_alone_at_its_lower_bounds_runs_a_tool_loop(
     adapters = ("chat", "responses") if extra == "openai" else ("messages",)
     assert report["answers"] == {f"{a}/{mode}": FINAL for a in adapters for mode in ("call", "stream")}
     assert report["versions"] == {
-        **{p: None for p in ("openai", "anthropic", "httpx2")},
+        **{p: None for p in ("openai", "anthropic", "httpx2", "aiohttp", "orjson")},
         **lower_bounds(extra),
     }
+    # The extra brings the fast path: every adapter's requests travel over aiohttp, and every
+    # private attribute that path reads is where it reads it, at the lower bounds too.
+    assert report["paths"] == dict.fromkeys(adapters, "AiohttpPath")
+    assert report["internals_missing"] == []
     assert report["missing_other"] is not None
     assert f"pip install 'advisorchain[{EXTRAS[extra]}]'" in report["missing_other"]
     # Every round of every loop reached the server: two per loop (tool call, then final answer).
