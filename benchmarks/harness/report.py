@@ -404,6 +404,14 @@ def _failures(outcomes: Outcomes, cells: tuple[Cell | Probe, ...]) -> list[str]:
     return lines
 
 
+def _install_line(requirements: tuple[str, ...]) -> str:
+    """The pip command of a benchmark venv, this checkout shown as ``.``."""
+    if requirements[:1] == ("-e",):
+        extras = requirements[1][requirements[1].index("[") :] if "[" in requirements[1] else ""
+        return f"pip install -e '.{extras}'  # this checkout"
+    return "pip install " + " ".join(repr(r) for r in requirements)
+
+
 def machine() -> str:
     """CPU model, CPUs usable, OS and python."""
     model = platform.processor() or platform.machine()
@@ -492,5 +500,5 @@ def render(
         "Benchmark venvs (under `benchmarks/.venvs/`, never project dependencies) are installed with:",
         "",
     ]
-    out += [f"- {name}: `pip install {' '.join(repr(r) for r in reqs)}`" for name, reqs in peers.items()]
+    out += [f"- {name}: `{_install_line(reqs)}`" for name, reqs in peers.items()]
     return "\n".join(out) + "\n"
