@@ -383,11 +383,14 @@ class StreamAssembler:
         # Once per delta: read in place, copy nothing (the chunk is this stream's own parsed JSON).
         if self.id is None:
             self.id = as_str(chunk.get("id")) or None
+            self._text_metadata = None
         if self.model is None:
             self.model = as_str(chunk.get("model")) or None
+            self._text_metadata = None
         usage = chunk.get("usage")
         if usage:
             self.usage = parse_usage(usage) or self.usage
+            self._text_metadata = None
         choices = chunk.get("choices")
         if not choices or not isinstance(choices, list | tuple):
             return None
@@ -450,12 +453,10 @@ class StreamAssembler:
 
     def text_chunk(self, text: str) -> ChatResponse:
         """A chunk carrying one text delta."""
-        metadata = self._text_metadata  # one object for the deltas that share it (it is frozen)
-        if metadata is None or (metadata.id, metadata.model, metadata.usage) != (
-            self.id,
-            self.model,
-            self.usage,
-        ):
+        # One metadata object for the deltas that share it (it is frozen); ``feed`` forgets it
+        # when the id, model or usage it holds changes.
+        metadata = self._text_metadata
+        if metadata is None:
             metadata = self._text_metadata = self._metadata(None)
         return text_delta(text, metadata)
 

@@ -86,15 +86,16 @@ class SseDecoder:
         events: _Raw = []
         event = self._event
         for line in lines:
-            if line[:5] == b"data:":
-                payload = line[5:].strip()
-                if payload == b"[DONE]":
+            if line.startswith(b"data:"):
+                # JSON needs no stripping (the parser skips the blanks around it): one copy a line.
+                payload = line[5:]
+                if b"[DONE]" in payload and payload.strip() == b"[DONE]":
                     events.append((event, DONE))
-                elif payload:
+                elif payload and not payload.isspace():
                     events.append((event, payload))
             elif not line:
                 event = "message"
-            elif line[:6] == b"event:":
+            elif line.startswith(b"event:"):
                 event = line[6:].strip().decode("utf-8", "replace")
         self._event = event
         return events
