@@ -81,9 +81,9 @@ class WireCache:
     def _json(self, message: Message) -> bytes:
         entry = self._entries.get(id(message))
         if entry is None or entry[0] is not message:
-            items = self._build(message)
-            json = dumps(items[0]) if len(items) == 1 else b",".join(map(dumps, items))
-            entry = (message, json)
+            # One dumps of the tuple, its brackets cut: a copy of the exact size (orjson's output
+            # holds a 4 KB buffer however short it is, too much to keep thousands of).
+            entry = (message, dumps(self._build(message))[1:-1])
             _put(self._entries, id(message), entry, self._size)
         return entry[1]
 
@@ -138,7 +138,7 @@ class DefinitionsWire:
         entry = self._entries.get(key)
         if entry is None:
             held = tuple(definitions)
-            entry = (held, Spliced(dumps(self._build(held))))
+            entry = (held, Spliced(b"".join((dumps(self._build(held)), b""))))  # of its own size
             _put(self._entries, key, entry, self._size)
         return entry[1]
 
