@@ -152,6 +152,22 @@ class ChatClientRequestSpec:
     """A fluent request builder; every method returns the spec. Nothing runs until a terminal
     operation (``call()``/``acall()``/``stream()``/``astream()`` and then ``content()``...)."""
 
+    # Slots: a spec lives as long as its request, a thousand of them at a time in a busy process.
+    __slots__ = (
+        "_advisors",
+        "_client",
+        "_messages",
+        "_options",
+        "_params",
+        "_system",
+        "_system_is_default",
+        "_system_params",
+        "_tool_context",
+        "_tools",
+        "_user",
+        "_user_params",
+    )
+
     def __init__(self, client: ChatClient) -> None:
         self._client = client
         # The system and user texts: the client's default template (rendered at the terminal
@@ -218,7 +234,8 @@ class ChatClientRequestSpec:
         >>> base.copy().user("Oslo?").call().content()
         """
         other = ChatClientRequestSpec(self._client)
-        for name, value in vars(self).items():
+        for name in ChatClientRequestSpec.__slots__:
+            value = getattr(self, name)
             setattr(other, name, value.copy() if isinstance(value, list | dict) else value)
         return other
 
@@ -436,29 +453,37 @@ class ResponseEntity(Generic[T]):
 class AsyncCallResponseSpec:
     """The result of ``acall()``: the request runs once, on the first awaited accessor."""
 
+    __slots__ = ("_result", "_running", "_spec")
+
     def __init__(self, spec: ChatClientRequestSpec) -> None:
         self._spec = spec
         self._result: ChatClientResponse | None = None
-        self._lock = asyncio.Lock()  # accessors awaited together still make one request
+        self._running: asyncio.Future[None] | None = None
+        """Done when the request that runs now ends: accessors awaited together make one request
+        (one that failed is made again by the next accessor, as a lock would have it)."""
 
     async def chat_client_response(self) -> ChatClientResponse:
         """The response with the request context the advisors left."""
-        if self._result is None:
-            async with self._lock:
-                if self._result is None:
-                    self._result = await self._spec._build().call(self._spec._client.model)
+        while self._result is None:
+            running = self._running
+            if running is not None:
+                await asyncio.shield(running)  # a waiter cancelled leaves the others waiting
+                continue
+            running = self._running = asyncio.get_running_loop().create_future()
+            try:
+                self._result = await self._spec._build().call(self._spec._client.model)
+            finally:
+                self._running = None
+                running.set_result(None)
         return self._result
 
     async def chat_response(self) -> ChatResponse:
         """The model's (final) response."""
-        response = (await self.chat_client_response()).chat_response
-        if response is None:
-            raise ChainConfigurationError("the advisor chain returned no chat response")
-        return response
+        return _chat_response_of(await self.chat_client_response())
 
     async def content(self) -> str | None:
         """The first generation's text."""
-        return (await self.chat_response()).text
+        return _chat_response_of(await self.chat_client_response()).text
 
     @overload
     async def entity(
@@ -505,6 +530,13 @@ class AsyncCallResponseSpec:
         if chat is None:
             raise ChainConfigurationError("the advisor chain returned no chat response")
         return ResponseEntity(chat, converter.parse(chat.text))
+
+
+def _chat_response_of(response: ChatClientResponse) -> ChatResponse:
+    chat = response.chat_response
+    if chat is None:
+        raise ChainConfigurationError("the advisor chain returned no chat response")
+    return chat
 
 
 class CallResponseSpec:
