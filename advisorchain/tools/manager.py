@@ -297,7 +297,8 @@ class ToolCallingManager:
 async def _gather_or_cancel(coros: Sequence[Coroutine[Any, Any, T]]) -> list[T]:
     """Run ``coros`` concurrently, results in order; on any failure or cancellation every task is
     cancelled and awaited, so none is left running."""
-    tasks = [asyncio.ensure_future(c) for c in coros]
+    loop = asyncio.get_running_loop()
+    tasks = [loop.create_task(c) for c in coros]
     try:
         return list(await asyncio.gather(*tasks))
     except BaseException:
