@@ -445,23 +445,9 @@ class ToolCallingAdvisor(ToolAdvisor):
 
 def _overrides(cls: type, hook: str) -> bool:
     """True when ``cls`` overrides the ``hook`` of ToolCallingAdvisor: the base hooks change
-    nothing, so a loop that keeps them skips their await (a few per round)."""
-    overridden = _OVERRIDDEN.get(cls)
-    if overridden is None:
-        overridden = _OVERRIDDEN[cls] = frozenset(
-            name for name in _HOOKS if getattr(cls, name) is not getattr(ToolCallingAdvisor, name)
-        )
-    return hook in overridden
-
-
-_HOOKS = (
-    "do_initialize_loop",
-    "do_before_call",
-    "do_after_call",
-    "do_finalize_loop",
-    "do_get_next_instructions_for_tool_call",
-)
-_OVERRIDDEN: dict[type, frozenset[str]] = {}
+    nothing, so a loop that keeps them skips their await (a few per round). Looked up each time
+    (two class attribute reads), so a hook patched onto a class later is seen."""
+    return getattr(cls, hook) is not getattr(ToolCallingAdvisor, hook)
 
 
 def _with_replacements(
