@@ -132,6 +132,7 @@ if _typing.TYPE_CHECKING:
         tool_callbacks,
     )
     from .tools.todo import TodoItem, TodoTools
+    from .usage import ModelPrice, RunUsage, UsageLimits
 
 __version__ = "0.1.0"
 
@@ -193,6 +194,7 @@ __all__ = [
     "MessageWindowChatMemory",
     "ModelConnectionError",
     "ModelError",
+    "ModelPrice",
     "ModelStatusError",
     "ModelTimeoutError",
     "Ordered",
@@ -203,6 +205,7 @@ __all__ = [
     "RelevancyEvaluator",
     "RequestRetryAdvisor",
     "ResponseEntity",
+    "RunUsage",
     "SQLiteChatMemoryRepository",
     "SafeGuardAdvisor",
     "ScriptedChatModel",
@@ -237,6 +240,7 @@ __all__ = [
     "UnsupportedRequestError",
     "Usage",
     "UsageLimitExceeded",
+    "UsageLimits",
     "UserMessage",
     "VectorStoreError",
     "__version__",
@@ -254,6 +258,7 @@ _HOMES = (
     ".errors",
     ".messages",
     ".model",
+    ".usage",
     ".output",
     ".client",
     ".advisors",

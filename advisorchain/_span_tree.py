@@ -26,6 +26,7 @@ from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace import Span as SdkSpan
 
+from .observability import OPERATION_COST, RUN_COST, RUN_INPUT_TOKENS, RUN_OUTPUT_TOKENS
 from .observability import TOOL_CALL_ARGUMENTS as ARGUMENTS
 from .observability import TOOL_CALL_RESULT as RESULT
 
@@ -136,6 +137,7 @@ class SpanNode:
     ms: float | None = None
     tokens_in: int | None = None
     tokens_out: int | None = None
+    cost: float | None = None
     finish_reasons: tuple[str, ...] = ()
     arguments: str | None = None
     result: str | None = None
@@ -146,7 +148,7 @@ class SpanNode:
     def to_dict(self) -> dict[str, Any]:
         """The node and its children as JSON-ready values (None fields left out)."""
         data: dict[str, Any] = {"name": self.name, "kind": self.kind}
-        for key in ("ms", "tokens_in", "tokens_out", "arguments", "result", "error", "call_id"):
+        for key in ("ms", "tokens_in", "tokens_out", "cost", "arguments", "result", "error", "call_id"):
             value = getattr(self, key)
             if value is not None:
                 data[key] = round(value, 3) if key == "ms" else value
@@ -184,8 +186,9 @@ def _node(span: ReadableSpan, children: dict[int, list[ReadableSpan]]) -> SpanNo
         name=span.name,
         kind=kind,
         ms=_ms(span),
-        tokens_in=_int(_attr(span, "gen_ai.usage.input_tokens")),
-        tokens_out=_int(_attr(span, "gen_ai.usage.output_tokens")),
+        tokens_in=_int(_attr(span, "gen_ai.usage.input_tokens", RUN_INPUT_TOKENS)),
+        tokens_out=_int(_attr(span, "gen_ai.usage.output_tokens", RUN_OUTPUT_TOKENS)),
+        cost=_float(_attr(span, OPERATION_COST, RUN_COST)),
         finish_reasons=tuple(str(r) for r in reasons) if isinstance(reasons, Sequence) else (),
         arguments=_text(_attr(span, ARGUMENTS), compact=True),
         result=_text(_attr(span, RESULT)),
@@ -242,8 +245,15 @@ def _ms_of(spans: Sequence[ReadableSpan]) -> float | None:
     return (max(ends) - min(starts)) / 1e6 if starts and ends else None
 
 
-def _attr(span: ReadableSpan, key: str) -> Any:
-    return (span.attributes or {}).get(key)
+def _attr(span: ReadableSpan, key: str, alternative: str | None = None) -> Any:
+    """The span's attribute ``key`` (else ``alternative``: a request span's run totals)."""
+    attributes = span.attributes or {}
+    value = attributes.get(key)
+    return attributes.get(alternative) if value is None and alternative is not None else value
+
+
+def _float(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 def _int(value: Any) -> int | None:

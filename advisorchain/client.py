@@ -7,12 +7,14 @@ from __future__ import annotations
 import asyncio
 import functools
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from itertools import repeat
 from typing import Any, Generic, TypeVar, overload
 
 from . import _sync
 from . import observability as obs
+from ._run_meter import RUN_METER, RunMeter, limit_ending
 from ._streams import closing
 from ._template import check_params, render
 from ._tool_types import ToolCallback
@@ -22,19 +24,20 @@ from .advisors.chain import (
     StreamAdvisorChain,
     assemble_advisors,
     check_advisor,
-    starts_lazily,
+    with_run_meter,
 )
 from .advisors.memory import conversation_turns, holds_turns
 from .advisors.structured_output import StructuredOutputValidationAdvisor
 from .advisors.tool_calling import ToolCallingAdvisor
 from .advisors.vocabulary import AdvisorParams
-from .errors import ChainConfigurationError
+from .errors import ChainConfigurationError, UsageLimitExceeded
 from .memory.api import conversation_id_of
 from .messages import AssistantMessage, Media, Message, SystemMessage, ToolResponseMessage, UserMessage
 from .model import ChatClientRequest, ChatClientResponse, ChatModel, ChatOptions, ChatResponse, Prompt
 from .output import converter_for
 from .tools.approvals import as_decisions
 from .tools.function import ToolCallbackProvider, tool_callbacks, unchecked_tool_callbacks
+from .usage import ModelPrice, PriceFunction, Prices, UsageLimits
 
 __all__ = [
     "AsyncCallResponseSpec",
@@ -67,6 +70,10 @@ def _to_tool_callbacks(tools: Sequence[object]) -> tuple[ToolCallback, ...]:
 class ChatClient:
     """Runs prompts through an advisor chain to a ChatModel.
 
+    ``usage_limits`` bound every request's run (``UsageLimits``; a request's ``.usage_limits(...)``
+    replaces them); ``prices`` add or override model prices (``{"model": ModelPrice(...)}`` or a
+    function ``fn(model, provider, usage) -> Decimal | None``).
+
     >>> client = ChatClient(model, default_system="Be brief.")
     >>> client.prompt("What is the capital of France?").call().content()
     """
@@ -83,6 +90,8 @@ class ChatClient:
         default_system_params: Mapping[str, Any] | None = None,
         default_user: str | None = None,
         default_user_params: Mapping[str, Any] | None = None,
+        usage_limits: UsageLimits | None = None,
+        prices: Mapping[str, ModelPrice] | PriceFunction | None = None,
     ) -> None:
         self.model = _check_model(model)
         self.default_advisors: tuple[Advisor, ...] = _checked_advisors(default_advisors)
@@ -98,6 +107,10 @@ class ChatClient:
         )
         self.default_options = default_options
         self.tool_calling_auto_register = tool_calling_auto_register
+        self.usage_limits = _checked_limits(usage_limits, "usage_limits")
+        self.prices = prices
+        self.price_table: Prices | None = None if prices is None else Prices(prices)
+        """``prices``, checked (what the model link prices responses with)."""
         # What the client was built with, for mutate(): every keyword of this constructor.
         self._settings: dict[str, Any] = {
             "model": model,
@@ -109,6 +122,8 @@ class ChatClient:
             "default_system_params": self.default_system_params,
             "default_user": default_user,
             "default_user_params": self.default_user_params,
+            "usage_limits": usage_limits,
+            "prices": prices,
         }
 
     def mutate(self, **changes: Any) -> ChatClient:
@@ -156,6 +171,7 @@ class ChatClientRequestSpec:
     __slots__ = (
         "_advisors",
         "_client",
+        "_limits",
         "_messages",
         "_options",
         "_params",
@@ -183,6 +199,7 @@ class ChatClientRequestSpec:
         self._options: ChatOptions | None = None
         self._advisors: list[Advisor] = []
         self._params: dict[str, Any] = {}
+        self._limits: UsageLimits | _Unset | None = _UNSET
 
     def system(self, text: str, /, **params: Any) -> ChatClientRequestSpec:
         """The system message (replaces the client's default). With ``params``, ``{name}``
@@ -283,6 +300,14 @@ class ChatClientRequestSpec:
         self._params[AdvisorParams.TOOL_APPROVALS] = {**given, **as_decisions(decisions)}
         return self
 
+    def usage_limits(self, limits: UsageLimits | None) -> ChatClientRequestSpec:
+        """Usage limits for this request, in place of the client's (``None`` lifts them).
+
+        >>> client.prompt("Plan my trip").usage_limits(UsageLimits(request_limit=5)).call().content()
+        """
+        self._limits = _checked_limits(limits, "usage_limits()")
+        return self
+
     def param(self, key: str, value: Any) -> ChatClientRequestSpec:
         """A request-context entry (e.g. ``ChatMemory.CONVERSATION_ID``) that advisors read."""
         self._params[key] = value
@@ -328,6 +353,8 @@ class ChatClientRequestSpec:
                 "the prompt is empty: give it user text (prompt('...') or .user('...'))"
             )
         context: dict[str, Any] = {**self._params, **(extra_context or {})}
+        given = context.pop(RUN_METER, None)
+        meter = given if isinstance(given, RunMeter) else self._meter()
         options = self._build_options(context)
         if output_schema is not None:
             options = (options or ChatOptions()).copy(output_schema=output_schema)
@@ -341,7 +368,14 @@ class ChatClientRequestSpec:
             ),
             tool_advisor_factory=_tool_calling_advisor,
         )
-        return _Request(ChatClientRequest(Prompt(tuple(instructions), options), context), advisors)
+        return _Request(ChatClientRequest(Prompt(tuple(instructions), options), context), advisors, meter)
+
+    def _meter(self) -> RunMeter:
+        """The accumulator of this request's run: its limits (the request's, else the client's)
+        and the client's prices."""
+        client = self._client
+        limits = client.usage_limits if isinstance(self._limits, _Unset) else self._limits
+        return RunMeter(limits, client.price_table)
 
     def _system_text(self) -> str | None:
         if not self._system_is_default or self._system is None:
@@ -375,6 +409,19 @@ class ChatClientRequestSpec:
         return ChatOptions(tool_callbacks=tools, tool_context=tool_context).merged_over(options)
 
 
+class _Unset:
+    """No ``usage_limits(...)`` on the request: the client's apply."""
+
+
+_UNSET = _Unset()
+
+
+def _checked_limits(limits: object, what: str) -> UsageLimits | None:
+    if limits is None or isinstance(limits, UsageLimits):
+        return limits
+    raise ChainConfigurationError(f"{what} takes UsageLimits(...) or None, got {limits!r}")
+
+
 def _checked_advisors(advisors: Iterable[object]) -> tuple[Advisor, ...]:
     checked: list[Advisor] = []
     for advisor in advisors:
@@ -406,26 +453,44 @@ def _non_blank(text: str, what: str) -> str:
 class _Request:
     request: ChatClientRequest
     advisors: tuple[Advisor, ...]
+    meter: RunMeter
 
     async def call(self, model: ChatModel) -> ChatClientResponse:
-        chain = CallAdvisorChain(self.advisors, model)
-        if not holds_turns(self.advisors) and not obs.tracing_enabled():
-            return await chain.next_call(self.request)
-        # One turn per conversation at a time (memory advisors); released on error or cancellation.
-        async with conversation_turns(self.advisors, self.request) as request:
-            if obs.tracing_enabled():
-                with obs.span(
-                    "advisorchain request", {"advisorchain.advisors": [a.name for a in self.advisors]}
-                ):
-                    return await chain.next_call(request)
-            return await chain.next_call(request)
+        if obs.tracing_enabled():
+            with obs.span(
+                "advisorchain request", {"advisorchain.advisors": [a.name for a in self.advisors]}
+            ) as span:
+                try:
+                    return await self._call(model)
+                finally:
+                    obs.record_run(span, self.meter.run_usage())
+        return await self._call(model)
+
+    async def _call(self, model: ChatModel) -> ChatClientResponse:
+        chain = with_run_meter(CallAdvisorChain(self.advisors, model), self.meter)
+        try:
+            # One turn per conversation at a time (memory advisors); released on error or cancellation.
+            async with self._turn() as request:
+                response = await chain.next_call(request)
+        except UsageLimitExceeded as exc:
+            response = self._ending(exc)  # on_exceeded="finish" (a limit met outside a tool loop)
+        return _finished(response, self.meter, final=True)
+
+    def _turn(self) -> AbstractAsyncContextManager[ChatClientRequest]:
+        """The request, its conversations' turns held while it runs (memory advisors); with no
+        memory advisor, the request as it is (no context manager generator to run)."""
+        if holds_turns(self.advisors):
+            return conversation_turns(self.advisors, self.request)
+        return _Given(self.request)
+
+    def _ending(self, error: UsageLimitExceeded) -> ChatClientResponse:
+        ending = limit_ending(error, self.meter)
+        if ending is None:
+            raise error
+        return ChatClientResponse(ending, self.request.context)
 
     def stream(self, model: ChatModel) -> AsyncIterator[ChatClientResponse]:
-        chain = StreamAdvisorChain(self.advisors, model)
-        # Without memory there is no turn to hold: the chain's stream is the request's (one hop less
-        # per chunk), when opening it runs nothing before the first chunk is asked for.
-        direct = starts_lazily(self.advisors) and not holds_turns(self.advisors)
-        source = chain.next_stream(self.request) if direct else self._held_stream(chain)
+        source = self._held_stream(with_run_meter(StreamAdvisorChain(self.advisors, model), self.meter))
         if obs.tracing_enabled():
             return obs.traced_stream(
                 "advisorchain request", source, {"advisorchain.advisors": [a.name for a in self.advisors]}
@@ -433,12 +498,59 @@ class _Request:
         return source
 
     async def _held_stream(self, chain: StreamAdvisorChain) -> AsyncIterator[ChatClientResponse]:
-        async with (
-            conversation_turns(self.advisors, self.request) as request,
-            closing(chain.next_stream(request)) as source,
-        ):
-            async for chunk in source:
-                yield chunk
+        """The chain's chunks; each end of an answer (and a context-only chunk) carries the run's
+        totals (``RUN_USAGE``), and when the last chunk could not (the totals changed after it, or
+        it was plain text) one context-only chunk follows with them."""
+        meter = self.meter
+        last: ChatClientResponse | None = None
+        told, told_at = None, -1  # the last chunk that carried the totals, and the meter's changes then
+        try:
+            async with self._turn() as request, closing(chain.next_stream(request)) as source:
+                async for chunk in source:
+                    chat = chunk.chat_response
+                    if chat is None or chat.metadata.finish_reason is not None:
+                        chunk = told = _finished(chunk, meter, final=chat is not None)
+                        told_at = meter.changes
+                    last = chunk
+                    yield chunk
+        except UsageLimitExceeded as exc:
+            obs.record_run(obs.current_span(), meter.run_usage())  # the request span, while we run
+            yield _finished(self._ending(exc), meter, final=True)
+            return
+        except Exception:
+            obs.record_run(obs.current_span(), meter.run_usage())
+            raise
+        obs.record_run(obs.current_span(), meter.run_usage())
+        if last is None or last is not told or told_at != meter.changes:
+            context = self.request.context if last is None else last.context
+            yield _finished(ChatClientResponse(None, context), meter, final=False)
+
+
+def _finished(response: ChatClientResponse, meter: RunMeter, *, final: bool) -> ChatClientResponse:
+    """``response`` with the run's totals in its context (``RUN_USAGE``) and — for the run's
+    answer, when a model reported usage — the run's usage as its usage: summed over everything the
+    request made the model do, with its cost."""
+    run = meter.run_usage()
+    context = {**response.context, AdvisorParams.RUN_USAGE: run}
+    chat = response.chat_response
+    if final and chat is not None and meter.reported and chat.metadata.usage != run.usage:
+        chat = chat.with_usage(run.usage)
+    return ChatClientResponse(chat, context)
+
+
+class _Given:
+    """``async with _Given(request) as request``: a request with no turn to hold."""
+
+    __slots__ = ("_request",)
+
+    def __init__(self, request: ChatClientRequest) -> None:
+        self._request = request
+
+    async def __aenter__(self) -> ChatClientRequest:
+        return self._request
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        return None
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,7 +2,9 @@
 (ChatResponse, Generation, Usage), the ChatModel protocol, the request and response as they travel
 the advisor chain (ChatClientRequest, ChatClientResponse), and the stream aggregator.
 
-This layer imports only ``messages``, ``errors`` and the tool contract: the advisor chain builds on
+``Usage`` lives in ``advisorchain.usage`` (with prices and limits) and is re-exported here.
+
+This layer imports only ``messages``, ``usage``, ``errors`` and the tool contract: the advisor chain builds on
 it, never the other way round."""
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any, ClassVar, NoReturn, Protocol, runtime_checkable
 
 from ._tool_types import EMPTY_REGISTRY, ToolCallback, ToolRegistry
 from .messages import AssistantMessage, Message, SystemMessage, ToolCall, UserMessage
+from .usage import Usage
 
 __all__ = [
     "ChatClientMessageAggregator",
@@ -160,34 +163,6 @@ class Prompt:
 
 
 @dataclass(frozen=True, slots=True)
-class Usage:
-    """Token usage of one or more model calls (``+`` adds them up)."""
-
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-
-    @property
-    def total_tokens(self) -> int:
-        return self.prompt_tokens + self.completion_tokens
-
-    def __add__(self, other: Usage | None) -> Usage:
-        if other is None:
-            return self
-        return Usage(
-            self.prompt_tokens + other.prompt_tokens, self.completion_tokens + other.completion_tokens
-        )
-
-    @staticmethod
-    def sum(usages: Iterable[Usage | None]) -> Usage | None:
-        """The sum of the usages that are known, or None when none is."""
-        total: Usage | None = None
-        for u in usages:
-            if u is not None:
-                total = u if total is None else total + u
-        return total
-
-
-@dataclass(frozen=True, slots=True)
 class Generation:
     """One answer of the model and why it ended."""
 
@@ -197,12 +172,17 @@ class Generation:
 
 @dataclass(frozen=True, slots=True)
 class ChatResponseMetadata:
-    """What the provider said about a response as a whole."""
+    """What the provider said about a response as a whole.
+
+    ``provider`` is the provider whose price list prices the response (``"openai"``,
+    ``"anthropic"``): set by the provider adapters on the provider's own host only, None for any
+    other server and for models that are not adapters."""
 
     id: str | None = None
     model: str | None = None
     usage: Usage | None = None
     finish_reason: str | None = None
+    provider: str | None = None
 
 
 _EMPTY_METADATA = ChatResponseMetadata()
@@ -263,7 +243,9 @@ class ChatResponse:
     def with_usage(self, usage: Usage | None) -> ChatResponse:
         """A copy whose metadata carries ``usage``."""
         m = self.metadata
-        return ChatResponse(self.generations, ChatResponseMetadata(m.id, m.model, usage, m.finish_reason))
+        return ChatResponse(
+            self.generations, ChatResponseMetadata(m.id, m.model, usage, m.finish_reason, m.provider)
+        )
 
 
 @runtime_checkable
@@ -371,7 +353,7 @@ def with_total_usage(
 
 class ChatClientMessageAggregator:
     """Joins stream chunks into one response: the first generation's text deltas, the tool calls in
-    order, and the last finish reason, usage, id and model."""
+    order, and the last finish reason, usage, id, model and provider."""
 
     @staticmethod
     def aggregate(chunks: Iterable[ChatResponse]) -> ChatResponse:
@@ -403,6 +385,7 @@ class StreamAggregation:
         "_merged",
         "_metadata",
         "_model",
+        "_provider",
         "_responses",
         "_texts",
         "_usage",
@@ -417,6 +400,7 @@ class StreamAggregation:
         self._model: str | None = None
         self._usage: Usage | None = None
         self._finish: str | None = None
+        self._provider: str | None = None
         self._context: dict[str, Any] = {}
         self._merged: Mapping[str, Any] | None = None
         self._responses = 0
@@ -443,6 +427,8 @@ class StreamAggregation:
             self._usage = meta.usage
         if meta.finish_reason:
             self._finish = meta.finish_reason
+        if meta.provider:
+            self._provider = meta.provider
         self._responses += 1
 
     def add_client(self, chunk: ChatClientResponse) -> None:
@@ -460,7 +446,7 @@ class StreamAggregation:
         finish, gen_finish = self._finish, self._gen_finish
         return ChatResponse(
             (Generation(message, gen_finish or finish),),
-            ChatResponseMetadata(self._id, self._model, self._usage, finish or gen_finish),
+            ChatResponseMetadata(self._id, self._model, self._usage, finish or gen_finish, self._provider),
         )
 
     def client_response(self) -> ChatClientResponse:

@@ -38,6 +38,7 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from ._streams import close_stream
 from .model import ChatClientMessageAggregator, ChatOptions, ChatResponse
+from .usage import RunUsage
 
 __all__ = [
     "CAPTURE_CONTENT_ENV",
@@ -267,9 +268,41 @@ def record_response(s: Span | None, response: ChatResponse | None) -> None:
     )
     if reasons:
         s.set_attribute("gen_ai.response.finish_reasons", reasons)
-    if meta.usage is not None:
-        s.set_attribute("gen_ai.usage.input_tokens", meta.usage.prompt_tokens)
-        s.set_attribute("gen_ai.usage.output_tokens", meta.usage.completion_tokens)
+    usage = meta.usage
+    if usage is not None:
+        s.set_attribute("gen_ai.usage.input_tokens", usage.prompt_tokens)
+        s.set_attribute("gen_ai.usage.output_tokens", usage.completion_tokens)
+        if usage.cache_read_tokens:
+            s.set_attribute(CACHE_READ_TOKENS, usage.cache_read_tokens)
+        if usage.cache_write_tokens:
+            s.set_attribute(CACHE_WRITE_TOKENS, usage.cache_write_tokens)
+        if usage.cost is not None:
+            s.set_attribute(OPERATION_COST, float(usage.cost))
+
+
+OPERATION_COST = "operation.cost"
+"""The model span's cost in USD (a float), when the response was priced (§17)."""
+CACHE_READ_TOKENS = "gen_ai.usage.cache_read.input_tokens"
+CACHE_WRITE_TOKENS = "gen_ai.usage.cache_creation.input_tokens"
+RUN_REQUESTS = "advisorchain.run.requests"
+RUN_TOOL_CALLS = "advisorchain.run.tool_calls"
+RUN_COST = "advisorchain.run.cost"
+RUN_INPUT_TOKENS = "advisorchain.run.input_tokens"
+RUN_OUTPUT_TOKENS = "advisorchain.run.output_tokens"
+
+
+def record_run(s: Span | None, run: RunUsage) -> None:
+    """A run's totals on its request span: model calls sent, tool calls run, tokens, and the cost
+    in USD (a float; left out while unknown)."""
+    if s is None:
+        return
+    s.set_attribute(RUN_REQUESTS, run.requests)
+    s.set_attribute(RUN_TOOL_CALLS, run.tool_calls)
+    s.set_attribute(RUN_INPUT_TOKENS, run.usage.prompt_tokens)
+    s.set_attribute(RUN_OUTPUT_TOKENS, run.usage.completion_tokens)
+    cost = run.usage.cost
+    if cost is not None:
+        s.set_attribute(RUN_COST, float(cost))
 
 
 EVALUATION_PASSED = "advisorchain.evaluation.passed"

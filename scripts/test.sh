@@ -21,9 +21,9 @@ if command -v npm >/dev/null && [[ ! -e .mcp-everything/node_modules/@modelconte
         @modelcontextprotocol/server-everything@2026.8.31 >&2 \
         || echo "test.sh: could not install @modelcontextprotocol/server-everything; its tests skip" >&2
 fi
-# Real PostgreSQL and Redis on loopback for the memory tests (unless the caller already points at
-# servers); the trap stops them however the run ends.
-if [[ -z "${ADVISORCHAIN_TEST_POSTGRES_DSN:-}" || -z "${ADVISORCHAIN_TEST_REDIS_URL:-}" ]]; then
+# Real PostgreSQL, Redis and PostgreSQL with pgvector on loopback for the memory and retrieval tests
+# (unless the caller already points at servers); the trap stops them however the run ends.
+if [[ -z "${ADVISORCHAIN_TEST_POSTGRES_DSN:-}" || -z "${ADVISORCHAIN_TEST_REDIS_URL:-}" || -z "${ADVISORCHAIN_TEST_PGVECTOR_DSN:-}" ]]; then
     services_env=$(scripts/services.sh start)
     eval "$services_env"
     trap 'scripts/services.sh stop "$ADVISORCHAIN_SERVICES_DIR"' EXIT
@@ -44,6 +44,9 @@ check pytest .venv/bin/python -m pytest -rs "$@"  # -rs: why each skipped test s
 check "ruff check" .venv/bin/ruff check advisorchain tests benchmarks examples
 check "ruff format" .venv/bin/ruff format --check advisorchain
 check mypy .venv/bin/mypy advisorchain
+site_dir=$(mktemp -d)
+check "mkdocs build --strict" env NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet --site-dir "$site_dir"
+rm -rf "$site_dir"
 if ((${#failed[@]})); then
     echo "test.sh: failed: ${failed[*]}" >&2
     exit 1

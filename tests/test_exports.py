@@ -21,6 +21,7 @@ EvaluationFailedError EvaluationRequest EvaluationResult Evaluator LLMJudgeEvalu
 FactCheckingEvaluator SelfRefineEvaluationAdvisor Case CaseResult EvaluatorTotals EvaluationReport
 ExpectedAnswerEvaluator evaluate_cases aevaluate_cases
 RequestRetryAdvisor ContextCompactionAdvisor HistoryReplacement
+ModelPrice UsageLimits RunUsage
 """
 
 # Names API.md places in each submodule.
@@ -53,11 +54,12 @@ _SECTIONS = {
     "QueryTransformer QueryExpander DocumentRetriever DocumentJoiner DocumentPostProcessor QueryAugmenter Query "
     "RewriteQueryTransformer CompressionQueryTransformer TranslationQueryTransformer MultiQueryExpander "
     "VectorStoreDocumentRetriever ConcatenationDocumentJoiner ReciprocalRankFusionJoiner ContextualQueryAugmenter "
-    "Citation retrieval_tool VectorStoreError",
+    "Citation retrieval_tool VectorStoreError PostgresVectorStore",
     "advisorchain.errors": "AdvisorChainError ToolExecutionError ToolCallLimitExceeded MaxIterationsExceeded "
     "StructuredOutputValidationError ModelError ChainConfigurationError ContextLengthExceededError "
     "EvaluationFailedError VectorStoreError UsageLimitExceeded",
     "advisorchain.client": "ChatClient ResponseEntity",
+    "advisorchain.usage": "Usage ModelPrice UsageLimits RunUsage",
 }
 
 

@@ -25,6 +25,7 @@ from typing import Generic, Protocol, Self, TypeAlias, TypeVar, runtime_checkabl
 
 from .. import observability as obs
 from .._checks import check_int
+from .._run_meter import RunMeter, StreamTally
 from .._streams import closing, collect
 from ..errors import ChainConfigurationError, ModelError
 from ..model import (
@@ -50,7 +51,9 @@ __all__ = [
     "checked_response",
     "collect_answer",
     "is_end_of_answer",
-    "starts_lazily",
+    "rebased",
+    "run_meter",
+    "with_run_meter",
 ]
 
 
@@ -161,7 +164,7 @@ async def collect_answer(stream: AsyncIterator[ChatClientResponse]) -> ChatClien
 class AdvisorChain(Generic[A]):
     """What call and stream chains share: the advisors they were built with and the model."""
 
-    __slots__ = ("_advisors", "_index", "_model", "_next", "_traced")
+    __slots__ = ("_advisors", "_index", "_meter", "_model", "_next", "_traced")
 
     def __init__(self, advisors: Iterable[A], model: ChatModel) -> None:
         self._advisors: tuple[A, ...] = tuple(advisors)
@@ -170,11 +173,13 @@ class AdvisorChain(Generic[A]):
         self._next: Self | None = None
         # Decided once per chain: an untraced application pays nothing per hop.
         self._traced = obs.telemetry_enabled()
+        # The run's budget and totals (set by the ChatClient for its request; None: unmetered).
+        self._meter: RunMeter | None = None
 
     def _at(self, index: int) -> Self:
         chain = object.__new__(type(self))
         chain._advisors, chain._index, chain._model = self._advisors, index, self._model
-        chain._next, chain._traced = None, self._traced
+        chain._next, chain._traced, chain._meter = None, self._traced, self._meter
         return chain
 
     def _advance(self) -> Self:
@@ -215,6 +220,31 @@ class AdvisorChain(Generic[A]):
         )
 
 
+Chain = TypeVar("Chain", bound=AdvisorChain[Advisor])
+
+
+def with_run_meter(chain: Chain, meter: RunMeter | None) -> Chain:
+    """``chain`` keeping the run's meter (every chain of one request shares it: its model link
+    checks and counts each call against the run's limits)."""
+    chain._meter = meter
+    return chain
+
+
+def run_meter(chain: AdvisorChain[Advisor]) -> RunMeter | None:
+    """The meter of the run ``chain`` belongs to (None for a chain built without a ChatClient)."""
+    return chain._meter
+
+
+def rebased(chain: Chain, advisors: Iterable[Advisor], model: ChatModel | None = None) -> Chain:
+    """A chain of the same kind over ``advisors`` (and ``model``, else the same one) that belongs
+    to the same run: what an advisor that assembles a chain of its own (context compaction) uses,
+    so the calls it makes count in the run."""
+    kind = CallAdvisorChain if isinstance(chain, CallAdvisorChain) else StreamAdvisorChain
+    made = kind(advisors, chain.model if model is None else model)
+    made._meter = chain._meter
+    return made  # type: ignore[return-value]
+
+
 def _model_prompt(request: ChatClientRequest) -> Prompt:
     """The prompt the model receives: the retrieval context (retrieval advisors), then the format
     instructions (``entity``), join the last user message; the request's own prompt is unchanged."""
@@ -239,7 +269,7 @@ class CallAdvisorChain(AdvisorChain[Advisor]):
 
     def copy(self, after: Advisor) -> CallAdvisorChain:
         """A chain of the advisors after ``after`` (found by identity); ValueError if absent."""
-        return CallAdvisorChain(self._suffix_after(after), self._model)
+        return with_run_meter(CallAdvisorChain(self._suffix_after(after), self._model), self._meter)
 
     async def next_call(self, request: ChatClientRequest) -> ChatClientResponse:
         """Run the rest of the chain on ``request``: the next advisor, or the model at the end."""
@@ -265,14 +295,22 @@ class CallAdvisorChain(AdvisorChain[Advisor]):
 
     async def _call_model(self, request: ChatClientRequest) -> ChatClientResponse:
         prompt = _model_prompt(request)
+        meter = self._meter
+        lowered = None
+        if meter is not None:  # the run's budget: checked before the call is sent (§17)
+            prompt, lowered = meter.before_request(prompt, self._model)
         try:
             if self._traced:
                 name = self._model_name(prompt)
                 with obs.model_call(f"chat {name}", self._span_attributes(prompt)) as record:
                     response = await self._model.call(prompt)
+                    if meter is not None and meter.prices is not None and type(response) is ChatResponse:
+                        response = meter.priced(response, prompt, self._model)
                     record(response)
             else:
                 response = await self._model.call(prompt)
+                if meter is not None and meter.prices is not None and type(response) is ChatResponse:
+                    response = meter.priced(response, prompt, self._model)
         except Exception as exc:
             _raised_in(exc, f"model {type(self._model).__name__}")
             raise
@@ -280,6 +318,8 @@ class CallAdvisorChain(AdvisorChain[Advisor]):
             raise ModelError(f"{type(self._model).__name__}.call() returned {response!r}, not a ChatResponse")
         if response.has_tool_calls():
             response = _with_unique_call_ids(response, set())
+        if meter is not None:
+            meter.after_response(response, prompt, self._model, lowered)
         return ChatClientResponse(response, request.context)
 
 
@@ -295,7 +335,7 @@ class StreamAdvisorChain(AdvisorChain[Advisor]):
 
     def copy(self, after: Advisor) -> StreamAdvisorChain:
         """A chain of the advisors after ``after`` (found by identity); ValueError if absent."""
-        return StreamAdvisorChain(self._suffix_after(after), self._model)
+        return with_run_meter(StreamAdvisorChain(self._suffix_after(after), self._model), self._meter)
 
     def next_stream(self, request: ChatClientRequest) -> AsyncIterator[ChatClientResponse]:
         """Run the rest of the chain on ``request`` as a stream of chunks."""
@@ -308,21 +348,29 @@ class StreamAdvisorChain(AdvisorChain[Advisor]):
                     f"advisor {advisor.name}", source, {"advisorchain.advisor.order": advisor.order}
                 )
             return source
-        source = self._stream_model(request)
+        prompt = _model_prompt(request)
+        meter = self._meter
+        if meter is not None:  # checked when the stream is made: a refused call opens no span
+            prompt, lowered = meter.before_request(prompt, self._model)
+            source = self._stream_model(request, prompt, meter.stream(prompt, self._model, lowered))
+        else:
+            source = self._stream_model(request, prompt)
         if self._traced:
             name = self._model_name(request.prompt)
-            return obs.model_stream(f"chat {name}", source, self._span_attributes(request.prompt), _responses)
+            return obs.model_stream(f"chat {name}", source, self._span_attributes(prompt), _responses)
         return source
 
-    async def _stream_model(self, request: ChatClientRequest) -> AsyncIterator[ChatClientResponse]:
+    async def _stream_model(
+        self, request: ChatClientRequest, prompt: Prompt, tally: StreamTally | None = None
+    ) -> AsyncIterator[ChatClientResponse]:
         context = request.context
         call_ids: set[str] = set()  # tool calls come whole, possibly over several chunks
-        async with closing(self._model.stream(_model_prompt(request))) as stream:
+        async with closing(self._model.stream(prompt)) as stream:
             while True:
                 try:
                     chunk = await anext(stream)
                 except StopAsyncIteration:
-                    return
+                    break
                 except Exception as exc:
                     _raised_in(exc, f"model {type(self._model).__name__}")
                     raise
@@ -332,7 +380,16 @@ class StreamAdvisorChain(AdvisorChain[Advisor]):
                     )
                 if chunk.has_tool_calls():
                     chunk = _with_unique_call_ids(chunk, call_ids)
+                if tally is not None:  # the run's meter: a new usage report or the answer's end
+                    meta = chunk.metadata
+                    if meta.usage is not tally.seen or meta.finish_reason is not None:
+                        chunk = tally.chunk(chunk)
+                    elif tally.kept is not None:
+                        tally.kept.append(chunk)
                 yield ChatClientResponse(chunk, context)
+        if tally is not None:
+            # The answer's text has reached the caller by now: a limit it passed raises after it.
+            tally.end()
 
 
 def _with_unique_call_ids(response: ChatResponse, seen: set[str]) -> ChatResponse:
@@ -407,12 +464,6 @@ def _hop_stream(
     return _checked_chunks(stream, advisor)
 
 
-def starts_lazily(advisors: Sequence[Advisor]) -> bool:
-    """True when ``next_stream`` of a chain of ``advisors`` runs nothing before its stream's first
-    item is asked for: its first link is the model's or a library advisor's (async generators)."""
-    return not advisors or _is_library_stream(type(advisors[0]))
-
-
 @functools.cache
 def _is_library_stream(cls: type) -> bool:
     """True when ``cls.advise_stream`` is the library's own code (its chunks need no check)."""
@@ -447,6 +498,7 @@ class _StreamAsCall(CallAdvisorChain):
 
     def __init__(self, stream: StreamAdvisorChain) -> None:
         super().__init__(stream.stream_advisors[stream._index :], stream.model)
+        self._meter = stream._meter
         self._stream = stream
 
     def copy(self, after: Advisor) -> CallAdvisorChain:
@@ -463,6 +515,7 @@ class _CallAsStream(StreamAdvisorChain):
 
     def __init__(self, call: CallAdvisorChain) -> None:
         super().__init__(call.call_advisors[call._index :], call.model)
+        self._meter = call._meter
         self._call = call
 
     def copy(self, after: Advisor) -> StreamAdvisorChain:

@@ -25,7 +25,7 @@ from ..errors import ChainConfigurationError, ContextLengthExceededError, ModelE
 from ..memory.api import conversation_id_of
 from ..messages import AssistantMessage, Message, SystemMessage, ToolResponseMessage, UserMessage
 from ..model import ChatClientRequest, ChatClientResponse, ChatModel, ChatOptions, ChatResponse, Prompt, Usage
-from .chain import Advisor, CallAdvisorChain, StreamAdvisorChain
+from .chain import Advisor, CallAdvisorChain, StreamAdvisorChain, rebased, run_meter, with_run_meter
 from .history import HistoryReplacement, replace_history, replacements_in
 from .vocabulary import COMPACTION_ORDER, AdvisorParams, MemoryAdvisor, check_order
 
@@ -166,7 +166,7 @@ class ContextCompactionAdvisor:
         span = obs.current_span()
         moved = _after_last_memory(self, chain.copy(self).call_advisors, span)
         if moved is not None:
-            return await CallAdvisorChain(moved, chain.model).next_call(request)
+            return await rebased(chain, moved).next_call(request)
         return await self._run_call(request, chain, span)
 
     async def advise_stream(
@@ -177,7 +177,7 @@ class ContextCompactionAdvisor:
         span = obs.current_span()  # the chain makes it current while this generator runs
         moved = _after_last_memory(self, chain.copy(self).stream_advisors, span)
         if moved is not None:
-            source = StreamAdvisorChain(moved, chain.model).next_stream(request)
+            source = rebased(chain, moved).next_stream(request)
         else:
             source = self._run_stream(request, chain, span)
         async with closing(source) as stream:
@@ -327,9 +327,7 @@ class ContextCompactionAdvisor:
                 (SystemMessage(instruction), UserMessage(transcript)), _without_tools(request.prompt.options)
             )
             context = {k: v for k, v in request.context.items() if k != AdvisorParams.OUTPUT_FORMAT}
-            chat = (
-                await CallAdvisorChain((), chain.model).next_call(ChatClientRequest(prompt, context))
-            ).chat_response
+            chat = (await own_model_chain(chain).next_call(ChatClientRequest(prompt, context))).chat_response
             usage = chat.metadata.usage if chat is not None else None
         elif isinstance(summarizer, _PromptClient):
             chat = await summarizer.prompt().system(instruction).user(transcript).acall().chat_response()
@@ -540,3 +538,9 @@ def _transcript(messages: Sequence[Message]) -> str:
         else:
             lines.append(f"System: {m.text}")
     return "\n".join(lines)
+
+
+def own_model_chain(chain: CallAdvisorChain | StreamAdvisorChain) -> CallAdvisorChain:
+    """A call chain straight to ``chain``'s model, in the same run: the summary it writes counts
+    in the run's usage and limits."""
+    return with_run_meter(CallAdvisorChain((), chain.model), run_meter(chain))

@@ -15,8 +15,15 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from .._checks import check_int
+from .._run_meter import RunMeter, limit_ending
 from .._streams import closing
-from ..errors import ChainConfigurationError, MaxIterationsExceeded, ToolCallLimitExceeded, ToolExecutionError
+from ..errors import (
+    ChainConfigurationError,
+    MaxIterationsExceeded,
+    ToolCallLimitExceeded,
+    ToolExecutionError,
+    UsageLimitExceeded,
+)
 from ..messages import AssistantMessage, Message, ToolCall, ToolResponseMessage
 from ..model import (
     ChatClientRequest,
@@ -30,9 +37,9 @@ from ..model import (
     with_total_usage,
 )
 from ..tools.approvals import Decision, Denied
-from ..tools.manager import ToolCallingManager, ToolCallingManagerProtocol, ToolExecutionResult
+from ..tools.manager import NOT_EXECUTED, ToolCallingManager, ToolCallingManagerProtocol, ToolExecutionResult
 from . import approval
-from .chain import CallAdvisorChain, StreamAdvisorChain, checked_request, checked_response
+from .chain import CallAdvisorChain, StreamAdvisorChain, checked_request, checked_response, run_meter
 from .history import HistoryReplacement, replace_history, replacements_in
 from .vocabulary import TOOL_CALLING_ORDER, AdvisorParams, ToolAdvisor, check_order
 
@@ -54,6 +61,7 @@ class _Loop:
     usages: list[Usage | None] = field(default_factory=list)
     malformed_rounds: int = 0
     replacements: list[HistoryReplacement] = field(default_factory=list)
+    meter: RunMeter | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,68 +118,79 @@ class ToolCallingAdvisor(ToolAdvisor):
 
     async def advise_call(self, request: ChatClientRequest, chain: CallAdvisorChain) -> ChatClientResponse:
         request = await self._initialize(request, chain)
-        inner, loop = chain.copy(self), _Loop()
-        resumed = (
-            await self._resume(loop, request, inner.call_advisors)
-            if approval.may_be_waiting(request)
-            else None
-        )
-        if isinstance(resumed, _Stop):
-            return await self._finalize(resumed.response, chain)
-        request = resumed or request
-        while True:
-            request = await self._round_request(request, chain, loop)
-            response = await self._after_call(await inner.next_call(request), chain)
-            step = await self._after_round(loop, request, response)
-            if isinstance(step, _Stop):
-                return await self._finalize(step.response, chain)
-            request = step
+        inner, loop = chain.copy(self), _Loop(meter=run_meter(chain))
+        try:
+            resumed = (
+                await self._resume(loop, request, inner.call_advisors)
+                if approval.may_be_waiting(request)
+                else None
+            )
+            if isinstance(resumed, _Stop):
+                return await self._finalize(resumed.response, chain)
+            request = resumed or request
+            while True:
+                request = await self._round_request(request, chain, loop)
+                response = await self._after_call(await inner.next_call(request), chain)
+                step = await self._after_round(loop, request, response)
+                if isinstance(step, _Stop):
+                    return await self._finalize(step.response, chain)
+                request = step
+        except UsageLimitExceeded as exc:
+            return await self._finalize(_usage_stop(exc, loop, request).response, chain)
 
     async def advise_stream(
         self, request: ChatClientRequest, chain: StreamAdvisorChain
     ) -> AsyncIterator[ChatClientResponse]:
         request = await self._initialize(request, chain)
-        inner, loop = chain.copy(self), _Loop()
-        resumed = (
-            await self._resume(loop, request, inner.stream_advisors)
-            if approval.may_be_waiting(request)
-            else None
-        )
+        inner, loop = chain.copy(self), _Loop(meter=run_meter(chain))
+        try:
+            resumed = (
+                await self._resume(loop, request, inner.stream_advisors)
+                if approval.may_be_waiting(request)
+                else None
+            )
+        except UsageLimitExceeded as exc:
+            resumed = _usage_stop(exc, loop, request)
         if isinstance(resumed, _Stop):
             yield resumed.response
             await self._finalize(resumed.response, chain)
             return
         request = resumed or request
-        while True:
-            request = await self._round_request(request, chain, loop)
-            # The round's answer is aggregated as it streams: its chunks are not kept (they go out).
-            aggregation = StreamAggregation()
-            held: list[ChatClientResponse] = []  # chunks with tool calls or a finish reason
-            async with closing(inner.next_stream(request)) as stream:
-                async for chunk in stream:
-                    aggregation.add_client(chunk)
-                    if _decides_the_round(chunk):
-                        held.append(chunk)
-                    else:
-                        yield chunk  # text streams live
-            aggregated = aggregation.client_response()
-            step = await self._after_round(loop, request, await self._after_call(aggregated, chain))
-            if isinstance(step, ChatClientRequest):
-                for chunk in held:  # a round that asked for tools: only its text goes out
-                    text = _text_only(chunk)
-                    if text is not None:
-                        yield text
-                request = step
-                continue
-            if step.approval:  # one final chunk; its text is what did not stream live already
-                yield _unstreamed_text_only(step.response, held)
-            else:
-                for chunk in [step.response] if step.synthetic else _final_chunks(held, step.response):
-                    yield chunk
-                if not held and not step.synthetic and loop.replacements:
-                    yield ChatClientResponse(None, step.response.context)  # context-only (§3)
-            await self._finalize(step.response, chain)
-            return
+        try:
+            while True:
+                request = await self._round_request(request, chain, loop)
+                # The round's answer is aggregated as it streams: its chunks are not kept (they go out).
+                aggregation = StreamAggregation()
+                held: list[ChatClientResponse] = []  # chunks with tool calls or a finish reason
+                async with closing(inner.next_stream(request)) as stream:
+                    async for chunk in stream:
+                        aggregation.add_client(chunk)
+                        if _decides_the_round(chunk):
+                            held.append(chunk)
+                        else:
+                            yield chunk  # text streams live
+                aggregated = aggregation.client_response()
+                step = await self._after_round(loop, request, await self._after_call(aggregated, chain))
+                if isinstance(step, ChatClientRequest):
+                    for chunk in held:  # a round that asked for tools: only its text goes out
+                        text = _text_only(chunk)
+                        if text is not None:
+                            yield text
+                    request = step
+                    continue
+                if step.approval:  # one final chunk; its text is what did not stream live already
+                    yield _unstreamed_text_only(step.response, held)
+                else:
+                    for chunk in [step.response] if step.synthetic else _final_chunks(held, step.response):
+                        yield chunk
+                    if not held and not step.synthetic and loop.replacements:
+                        yield ChatClientResponse(None, step.response.context)  # context-only (§3)
+                await self._finalize(step.response, chain)
+                return
+        except UsageLimitExceeded as exc:
+            stop = _usage_stop(exc, loop, request)  # the round's text went out; the ending follows
+            yield stop.response
+            await self._finalize(stop.response, chain)
 
     # -- one round's decision, shared by both paths --------------------------------------------
 
@@ -221,9 +240,15 @@ class ToolCallingAdvisor(ToolAdvisor):
     ) -> ChatClientRequest | _Stop:
         """Run the round's tool calls (the decided ones, when approvals were needed); the next
         round's request, or the loop's end."""
+        meter = loop.meter
+        ran = len(_calls_that_ran(chat, decisions)) if meter is not None else 0
+        if meter is not None and meter.limits is not None:
+            meter.before_tool_calls(ran)  # the run's tool_calls_limit: the round runs whole or not at all
         try:
             result = await self._run_round(prompt, chat, decisions)
         except ToolCallLimitExceeded as exc:
+            if meter is not None:
+                meter.ran_tool_calls(_executed_before_limit(exc, ran))
             limited = ChatResponse.of(
                 AssistantMessage(f"I stopped calling tools: {exc}."),
                 FinishReason.TOOL_CALL_LIMIT_EXCEEDED,
@@ -231,6 +256,8 @@ class ToolCallingAdvisor(ToolAdvisor):
                 model=chat.metadata.model,
             )
             return _Stop(with_total_usage(response, loop.usages, limited), synthetic=True)
+        if meter is not None:
+            meter.ran_tool_calls(ran)
         self._check_malformed(loop, chat, decisions, result)
         loop.history = result.conversation_history
         if result.return_direct:
@@ -441,6 +468,27 @@ class ToolCallingAdvisor(ToolAdvisor):
             messages.append(system)
         messages.extend(m for m in history[-1:] if isinstance(m, ToolResponseMessage))
         return messages
+
+
+def _usage_stop(error: UsageLimitExceeded, loop: _Loop, request: ChatClientRequest) -> _Stop:
+    """The loop's end on a usage limit of the run whose limits say ``on_exceeded="finish"`` (one
+    answer saying which limit was hit, like a tool-call limit); otherwise ``error`` propagates."""
+    ending = limit_ending(error, loop.meter)
+    if ending is None:
+        raise error
+    return _Stop(ChatClientResponse(ending, request.context), synthetic=True)
+
+
+def _executed_before_limit(error: ToolCallLimitExceeded, handed: int) -> int:
+    """How many of the ``handed`` calls ran before the manager's per-turn limit stopped the round
+    (the library's manager answers the others "not executed")."""
+    partial = error.partial_result
+    history = getattr(partial, "conversation_history", None)
+    last = history[-1] if history else None
+    if not isinstance(last, ToolResponseMessage):
+        return 0
+    skipped = sum(1 for r in last.responses if r.response_data.startswith(NOT_EXECUTED))
+    return max(0, min(handed, len(last.responses) - skipped))
 
 
 def _overrides(cls: type, hook: str) -> bool:

@@ -5,16 +5,19 @@ of conversation with what the screen shows meanwhile."""
 from __future__ import annotations
 
 import inspect
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._streams import closing
+from ..advisors.vocabulary import AdvisorParams
 from ..client import ChatClient
 from ..errors import ModelError
 from ..memory import ChatMemory, ChatMemoryDecodeError, ChatMemoryRepository
 from ..model import ChatModel
-from ._display import Display, LineReader, ShownTool, approver, read_line, stdin_is_terminal
+from ..usage import RunUsage, UsageLimits
+from ._display import Display, LineReader, ShownTool, approver, read_line, stdin_is_terminal, usage_line
 from ._options import AgentOptions, ModelOptions
 from ._setup import CliError, build_model, load_tools, mcp_servers, parse_model, server_of
 
@@ -27,6 +30,8 @@ __all__ = [
     "close_model",
     "describe_failure",
     "open_agent",
+    "open_knowledge_advisor",
+    "show_citations",
 ]
 
 MAX_MESSAGES = 200
@@ -70,6 +75,8 @@ class Agent:
     tools: list[ShownTool]
     manager: Any
     repository: ChatMemoryRepository
+    knowledge: Any = None
+    limits: UsageLimits | None = None
     memory: ChatMemory = field(init=False)
 
     def __post_init__(self) -> None:
@@ -93,21 +100,39 @@ class Agent:
 
     def client(self) -> ChatClient:
         """A client for the agent as it is now."""
-        return agent_client(self.model.model, self.system, list(self.tools), self.memory, self.manager)
+        return agent_client(
+            self.model.model,
+            self.system,
+            list(self.tools),
+            self.memory,
+            self.manager,
+            self.knowledge,
+            self.limits,
+        )
 
 
 def agent_client(
-    model: ChatModel, system: str | None, tools: Sequence[object], memory: ChatMemory, manager: Any
+    model: ChatModel,
+    system: str | None,
+    tools: Sequence[object],
+    memory: ChatMemory,
+    manager: Any,
+    knowledge: Any = None,
+    limits: UsageLimits | None = None,
 ) -> ChatClient:
     """The agent every command runs (chat, demo, eval, web): memory outside the tool loop (a
-    cancelled or failed turn stores nothing), the tool loop with ``manager``, the tools, the system text."""
+    cancelled or failed turn stores nothing), the tool loop with ``manager``, the tools, the system
+    text, ``knowledge`` (``--knowledge``: a QuestionAnswerAdvisor, inside memory, outside the loop) and
+    what each answer may spend (``--max-cost``, ``--max-requests``)."""
     from ..advisors import MessageChatMemoryAdvisor, ToolCallingAdvisor
 
+    advisors: list[Any] = [MessageChatMemoryAdvisor(memory), ToolCallingAdvisor(manager)]
     return ChatClient(
         model,
         default_system=system,
-        default_advisors=[MessageChatMemoryAdvisor(memory), ToolCallingAdvisor(manager)],
+        default_advisors=[*advisors, *([knowledge] if knowledge is not None else [])],
         default_tools=list(tools),
+        usage_limits=limits,
     )
 
 
@@ -127,12 +152,26 @@ async def open_agent(
     agent_tools = load_tools(options.tools)  # usage errors (exit 2) before a missing key (exit 1)
     servers = mcp_servers(options.mcp, options.mcp_url)
     model = ModelChoice.build(options.model)
+    knowledge = open_knowledge_advisor(options.knowledge, stack)
     manager = ToolCallingManager(approver=approver(display, options.approve_all, stdin_is_terminal(), read))
-    agent = Agent(model, options.system, [], manager, repository)
+    agent = Agent(model, options.system, [], manager, repository, knowledge, options.budget.limits())
     stack.push_async_callback(agent.aclose)
     entered = [await stack.enter_async_context(server) for server in servers]
     agent.tools = [ShownTool(cb, display, capture=capture) for cb in tool_callbacks(*agent_tools, *entered)]
     return agent
+
+
+def open_knowledge_advisor(url: str | None, stack: AsyncExitStack) -> Any:
+    """``--knowledge URL``: the QuestionAnswerAdvisor over that knowledge base (closed with
+    ``stack``), or None without the flag."""
+    from .knowledge import knowledge_advisor
+
+    opened = knowledge_advisor(url)
+    if opened is None:
+        return None
+    advisor, base = opened
+    stack.callback(base.close)
+    return advisor
 
 
 async def close_model(model: ChatModel) -> None:
@@ -153,24 +192,48 @@ async def ask(
     stream: bool,
     collector: Any = None,
 ) -> None:
-    """One turn: the question asked, the answer shown as it comes (and the trace tree after it)."""
+    """One turn: the question asked, the answer shown as it comes, then what it used (its tokens
+    and cost) on a line of its own — or, with ``--trace``, on the request line of the trace tree
+    drawn after it."""
     if collector is not None:
         collector.start()
     display.watch_silence(server_of(agent.model.model), agent.model.options.timeout)
     display.waiting()
     spec = agent.client().prompt(question).param(ChatMemory.CONVERSATION_ID, conversation_id)
+    context: Mapping[str, Any] | None = None
     try:
         if stream:
-            async for delta in spec.astream().content():
-                display.text(delta)
+            async with closing(spec.astream().chat_client_responses()) as chunks:
+                async for chunk in chunks:
+                    chat = chunk.chat_response
+                    if chat is not None and chat.text:
+                        display.text(chat.text)
+                    context = chunk.context  # the last chunk's holds the citations and the run's usage
         else:
-            display.text(await spec.acall().content() or "")
+            answer = await spec.acall().chat_client_response()
+            display.text(answer.chat_response.text or "" if answer.chat_response is not None else "")
+            context = answer.context
     finally:
         display.end_answer()
+        if context is not None:
+            show_citations(display, context)
         if collector is not None:
             from ._trace import render_tree
 
             display.show(render_tree(collector.take()))
+    run = context.get(AdvisorParams.RUN_USAGE) if context is not None else None
+    if isinstance(run, RunUsage) and collector is None:  # with --trace the tree's request line says it
+        display.note(usage_line(run))
+
+
+def show_citations(display: Display, context: Mapping[str, Any]) -> None:
+    """The sources an answer cites (``--knowledge``), under it: ``[n] file ("title", chunk k)``."""
+    from ..advisors import AdvisorParams
+    from .knowledge import citation_lines
+
+    lines = citation_lines(context.get(AdvisorParams.CITATIONS) or ())
+    if lines:
+        display.footer(["Sources:", *(f"  {line}" for line in lines)])
 
 
 def describe_failure(exc: BaseException, *, session: str | None, store_label: str | None) -> str | None:

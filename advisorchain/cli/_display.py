@@ -20,8 +20,17 @@ from ..messages import ToolCall
 from ..observability import TOOL_CALL_ARGUMENTS as ARGUMENTS
 from ..observability import TOOL_CALL_RESULT as RESULT
 from ..tools import Approved, Denied, ToolCallback, ToolContext, ToolDefinition, ToolMetadata
+from ..usage import RunUsage, Usage
 
-__all__ = ["Display", "LineReader", "ShownTool", "approver", "read_line", "watch_provider_retries"]
+__all__ = [
+    "Display",
+    "LineReader",
+    "ShownTool",
+    "approver",
+    "read_line",
+    "usage_line",
+    "watch_provider_retries",
+]
 
 _WIDTH = 80
 
@@ -97,6 +106,13 @@ class Display:
                 self.out.flush()
             self._mid_line = False
             self._in_answer = False
+
+    def footer(self, lines: list[str]) -> None:
+        """Lines on ``out`` under the answer, after a blank line (the sources an answer cites)."""
+        with self.lock:
+            self.end_answer()
+            self.out.write("\n" + "".join(f"{line}\n" for line in lines))
+            self.out.flush()
 
     def line(self, text: str) -> None:
         """A whole line on ``err``, plain, below any answer in progress."""
@@ -330,3 +346,18 @@ def stdin_is_terminal() -> bool:
 def elapsed_ms(start: float) -> float:
     """Milliseconds since ``start`` (a ``time.perf_counter()`` value)."""
     return (time.perf_counter() - start) * 1000.0
+
+
+def usage_line(run: RunUsage | Usage) -> str:
+    """What an answer used, for the line under it: ``tokens 350 in / 40 out · cost $0.00043``
+    (``cost n/a`` when a model could not be priced); a run's model calls when there were several."""
+    usage = run.usage if isinstance(run, RunUsage) else run
+    cost = "n/a" if usage.cost is None else f"${usage.cost:f}"
+    if usage.total_tokens == 0 and usage.cost is None:  # the model reported no usage
+        tokens = "tokens n/a"
+    else:
+        tokens = f"tokens {usage.prompt_tokens:,} in / {usage.completion_tokens:,} out"
+    line = f"{tokens} · cost {cost}"
+    if isinstance(run, RunUsage) and run.requests > 1:
+        line += f" · {run.requests} model calls"
+    return line

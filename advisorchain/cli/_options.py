@@ -2,7 +2,8 @@
 and the ones to come) applies the same option set and receives it as one frozen object.
 
 To give every agent command a new flag: add one ``click.option`` to ``_MODEL_FLAGS`` (what builds
-the model) or ``_AGENT_FLAGS`` (tools, memory, limits...), the field of the same name to
+the model), ``_AGENT_FLAGS`` (tools, memory...) or ``_BUDGET_FLAGS`` (what an answer may spend, which
+``demo`` takes too through ``budget_options``), the field of the same name to
 ``ModelOptions`` / ``AgentOptions``, and its use in ``_agent.py``. A command that needs only a model
 applies ``model_options``; one that runs the whole agent applies ``agent_options``.
 """
@@ -12,15 +13,21 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass, fields
-from typing import Any, TypeVar, cast
+from decimal import Decimal, InvalidOperation
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import click
+
+if TYPE_CHECKING:
+    from ..usage import UsageLimits
 
 __all__ = [
     "DEFAULT_TIMEOUT",
     "AgentOptions",
+    "BudgetOptions",
     "ModelOptions",
     "agent_options",
+    "budget_options",
     "model_options",
 ]
 
@@ -41,8 +48,25 @@ class ModelOptions:
 
 
 @dataclass(frozen=True)
+class BudgetOptions:
+    """What one answer may spend: ``--max-cost USD``, ``--max-requests N`` (None: no limit)."""
+
+    max_cost: Decimal | None = None
+    max_requests: int | None = None
+
+    def limits(self) -> UsageLimits | None:
+        """The ``UsageLimits`` of each answer (one request, tool loop included), or None."""
+        if self.max_cost is None and self.max_requests is None:
+            return None
+        from ..usage import UsageLimits
+
+        return UsageLimits(request_limit=self.max_requests, cost_limit=self.max_cost)
+
+
+@dataclass(frozen=True)
 class AgentOptions:
-    """The whole agent: its model, system message, tools, MCP servers, memory and approvals."""
+    """The whole agent: its model, system message, tools, MCP servers, memory, approvals, the
+    knowledge base it answers from and its budget."""
 
     model: ModelOptions
     system: str | None
@@ -52,6 +76,8 @@ class AgentOptions:
     session: str | None
     memory: str | None
     approve_all: bool
+    knowledge: str | None = None
+    budget: BudgetOptions = BudgetOptions()
 
 
 def _model_flags(default: str | None, help: str) -> list[Callable[[Any], Any]]:
@@ -86,6 +112,46 @@ _AGENT_FLAGS: list[Callable[[Any], Any]] = [
     click.option(
         "-y", "--yes", "approve_all", is_flag=True, help="Approve every tool call that needs approval."
     ),
+    click.option(
+        "--knowledge",
+        metavar="URL",
+        help="Answer from a knowledge base built by 'advisorchain index': sqlite:///kb.db or "
+        "postgresql://… (the sources cited are shown under the answer).",
+    ),
+]
+
+
+class _Usd(click.ParamType):  # type: ignore[type-arg]  # generic only in newer click versions
+    """A number of US dollars, as a ``Decimal`` (``0.05``; a leading ``$`` is allowed)."""
+
+    name = "usd"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Decimal:
+        if isinstance(value, Decimal):
+            return value
+        try:
+            amount = Decimal(str(value).strip().removeprefix("$"))
+        except InvalidOperation:
+            self.fail(f"{value!r} is not an amount of USD (e.g. 0.05)", param, ctx)
+        if not amount.is_finite() or amount < 0:
+            self.fail(f"{value!r} is not an amount of USD >= 0", param, ctx)
+        return amount
+
+
+_BUDGET_FLAGS: list[Callable[[Any], Any]] = [
+    click.option(
+        "--max-cost",
+        type=_Usd(),
+        metavar="USD",
+        help="Stop an answer before it spends more than this (e.g. 0.05); a model without a known "
+        "price is then an error.",
+    ),
+    click.option(
+        "--max-requests",
+        type=click.IntRange(min=1),
+        metavar="N",
+        help="At most N model calls per answer (tool rounds and retries included).",
+    ),
 ]
 
 _MEMORY_FLAGS: list[Callable[[Any], Any]] = [
@@ -117,6 +183,22 @@ def model_options(*, default: str | None = "openai:gpt-4o-mini", help: str = _MO
     return apply
 
 
+def budget_options() -> Callable[[F], F]:
+    """Adds ``--max-cost`` and ``--max-requests`` (the ones every agent command takes) to a command
+    that does not take the whole agent set, which receives them as one ``BudgetOptions`` in its
+    ``budget`` argument."""
+
+    def apply(command: F) -> F:
+        @functools.wraps(command)
+        def unpack(**kwargs: Any) -> Any:
+            budget = _take(kwargs, BudgetOptions)
+            return command(**kwargs, budget=budget)
+
+        return cast(F, _with_flags(unpack, _BUDGET_FLAGS))
+
+    return apply
+
+
 def agent_options(
     *, model_default: str | None = "openai:gpt-4o-mini", model_help: str = _MODEL_HELP, memory: bool = True
 ) -> Callable[[F], F]:
@@ -128,11 +210,17 @@ def agent_options(
         @functools.wraps(command)
         def unpack(**kwargs: Any) -> Any:
             model = _take(kwargs, ModelOptions)
+            budget = _take(kwargs, BudgetOptions)
             absent = {} if memory else dict.fromkeys(_MEMORY_FIELDS)
-            agent = _take(kwargs, AgentOptions, model=model, **absent)
+            agent = _take(kwargs, AgentOptions, model=model, budget=budget, **absent)
             return command(**kwargs, agent=agent)
 
-        flags = [*_model_flags(model_default, model_help), *_AGENT_FLAGS, *(_MEMORY_FLAGS if memory else [])]
+        flags = [
+            *_model_flags(model_default, model_help),
+            *_AGENT_FLAGS,
+            *_BUDGET_FLAGS,
+            *(_MEMORY_FLAGS if memory else []),
+        ]
         return cast(F, _with_flags(unpack, flags))
 
     return apply

@@ -7,6 +7,7 @@ calls) live in ``advisorchain._span_tree``, shared with the web page; this modul
 from __future__ import annotations
 
 from collections.abc import Sequence
+from decimal import Decimal
 
 from opentelemetry.sdk.trace import ReadableSpan
 from rich.text import Text
@@ -27,11 +28,14 @@ def _label(node: SpanNode) -> Text:
         return text
     if node.ms is not None:
         text.append(f"  {node.ms:.0f} ms", style="dim")
-    if node.kind == "model":
+    if node.kind in ("model", "request"):
         if node.tokens_in is not None or node.tokens_out is not None:
             text.append(f"  tokens {node.tokens_in} in / {node.tokens_out} out", style="magenta")
-        if node.finish_reasons:
-            text.append(f"  {', '.join(node.finish_reasons)}", style="dim")
+        if node.cost is not None or (node.kind == "request" and node.tokens_in is not None):
+            cost = "n/a" if node.cost is None else f"${Decimal(repr(node.cost)):f}"
+            text.append(f"  cost {cost}", style="magenta")
+    if node.kind == "model" and node.finish_reasons:
+        text.append(f"  {', '.join(node.finish_reasons)}", style="dim")
     if node.arguments is not None:
         text.append(f"  {shorten(node.arguments, 40)}")
     if node.result is not None:

@@ -18,11 +18,12 @@ from rich.console import Console
 from rich.markup import escape
 
 from ..errors import AdvisorChainError
-from ._options import ModelOptions, model_options
+from ._options import BudgetOptions, ModelOptions, budget_options, model_options
 from ._sessions import sessions
 from ._setup import build_model, parse_model
 from .chat import Interrupted, chat
 from .evals import eval_command
+from .index import index
 from .web import web_command
 
 __all__ = ["app", "main"]
@@ -115,6 +116,7 @@ app.add_command(chat)
 app.add_command(sessions)
 app.add_command(eval_command)
 app.add_command(web_command)
+app.add_command(index)
 
 
 # -- demo ------------------------------------------------------------------------------------------
@@ -133,17 +135,26 @@ app.add_command(web_command)
 @click.option(
     "--db", type=click.Path(dir_okay=False, path_type=Path), help="SQLite file (default: a temp dir)."
 )
+@budget_options()
 @_debug_option
-def demo(model: ModelOptions, provider: str | None, stream: bool, db: Path | None, debug: bool) -> None:
+def demo(
+    model: ModelOptions,
+    provider: str | None,
+    stream: bool,
+    db: Path | None,
+    budget: BudgetOptions,
+    debug: bool,
+) -> None:
     """Run an agent through the whole advisor chain (offline on a scripted model by default)."""
-    from .demo import DEFAULT_MODELS, run_demo, scripted_model
+    from .demo import DEFAULT_MODELS, DEMO_PRICES, run_demo, scripted_model
 
     out: TextIO = sys.stdout
     chosen = _demo_model(model.model, provider, model.base_url, DEFAULT_MODELS)
     if chosen is None:
         click.echo(
-            "A scripted model plays the LLM here (offline, no key needed). To run it live: "
-            "advisorchain demo --model openai:gpt-4o-mini (key from OPENAI_API_KEY).",
+            "A scripted model plays the LLM here (offline, no key needed; its tokens are estimated and "
+            "priced as gpt-4o-mini's). To run it live: advisorchain demo --model openai:gpt-4o-mini "
+            "(key from OPENAI_API_KEY).",
             file=out,
         )
         llm = scripted_model()
@@ -152,7 +163,8 @@ def demo(model: ModelOptions, provider: str | None, stream: bool, db: Path | Non
         llm = build_model(chosen[0], chosen[1], model.base_url, model.timeout)
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            run_demo(out, llm, db or Path(tmp) / "demo.sqlite3", stream)
+            prices = DEMO_PRICES if chosen is None else None
+            run_demo(out, llm, db or Path(tmp) / "demo.sqlite3", stream, budget.limits(), prices)
     finally:
         if chosen is not None:  # the sync calls ran on the bridge loop: close the client there
             from .._sync import run

@@ -7,23 +7,27 @@ runs the same agent on a real model (key from the environment).
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from pydantic import BaseModel
 from rich.console import Console
 
-from ..advisors.api import BaseAdvisor, ChatClientRequest, ChatClientResponse, Ordered
+from .._tokens import estimate_tokens
+from ..advisors.api import AdvisorParams, BaseAdvisor, ChatClientRequest, ChatClientResponse, Ordered
 from ..client import ChatClient
 from ..memory.api import ChatMemory
 from ..messages import AssistantMessage, ToolCall, ToolResponseMessage, UserMessage
-from ..model import ChatModel
-from ._display import Display
+from ..model import ChatModel, ChatResponse, Prompt
+from ..usage import ModelPrice, PriceFunction, RunUsage, Usage, UsageLimits
+from ._display import Display, usage_line
 
 if TYPE_CHECKING:
     from ..tools.todo import TodoTools
 
-__all__ = ["DEFAULT_MODELS", "DayPlan", "Narrator", "run_demo", "scripted_model"]
+__all__ = ["DEFAULT_MODELS", "DEMO_PRICES", "DayPlan", "Narrator", "run_demo", "scripted_model"]
 
 CITY_WEATHER = {"lisbon": "sunny, 24°C", "porto": "cloudy, 19°C"}
 PLACES = {"museum": ["Museu Calouste Gulbenkian", "MAAT"], "food": ["Time Out Market"]}
@@ -47,13 +51,24 @@ def _todos(*statuses: str) -> str:
     return json.dumps({"items": items})
 
 
+DEMO_PRICES = {"scripted": ModelPrice(Decimal("0.15"), Decimal("0.60"))}
+"""What the offline demo charges its scripted model (gpt-4o-mini's list price), to show costs."""
+
+
 def scripted_model() -> ChatModel:
     """The LLM's part of the demo, scripted: a todo list, two parallel tools, an update, an answer;
-    then one invalid and one valid structured answer (the validation advisor retries)."""
+    then one invalid and one valid structured answer (the validation advisor retries). Each answer
+    reports its tokens as estimated (4 characters a token), as a provider would report them."""
     from ..testing import ScriptedChatModel
 
+    class Scripted(ScriptedChatModel):
+        def _take(self, prompt: Prompt) -> ChatResponse:
+            response = super()._take(prompt)
+            answer = [g.output for g in response.generations]
+            return response.with_usage(Usage(estimate_tokens(prompt.instructions), estimate_tokens(answer)))
+
     call = ToolCall
-    return ScriptedChatModel(
+    return Scripted(
         [
             AssistantMessage(
                 "Let me plan this.", [call("t1", "todo_write", _todos("in_progress", "pending", "pending"))]
@@ -113,9 +128,17 @@ class Narrator(BaseAdvisor):
         return response
 
 
-def run_demo(out: TextIO, model: ChatModel, db_path: Path, stream: bool) -> None:
+def run_demo(
+    out: TextIO,
+    model: ChatModel,
+    db_path: Path,
+    stream: bool,
+    limits: UsageLimits | None = None,
+    prices: Mapping[str, ModelPrice] | PriceFunction | None = None,
+) -> None:
     """The demo agent: memory (SQLite) outside the loop, a narrator and a todo reminder inside it,
-    three tools (two of them the todo list), then a validated structured answer."""
+    three tools (two of them the todo list), then a validated structured answer; each answer's
+    tokens and cost under it, each within ``limits`` (``--max-cost``, ``--max-requests``)."""
     from ..advisors.memory import MessageChatMemoryAdvisor
     from ..advisors.todo import TodoReminderAdvisor
     from ..memory import MessageWindowChatMemory, SQLiteChatMemoryRepository
@@ -145,16 +168,25 @@ def run_demo(out: TextIO, model: ChatModel, db_path: Path, stream: bool) -> None
             TodoReminderAdvisor(),
         ],
         default_tools=[get_weather, find_places, todos],
+        usage_limits=limits,
+        prices=prices,
     )
     question = "Plan a day in Lisbon: check the weather and find a museum."
     display.line(f"user: {question}")
     spec = client.prompt(question).param(ChatMemory.CONVERSATION_ID, "demo")
+    run: RunUsage | None = None
     if stream:  # streamed text opens a line of its own; the narrator's lines close it
-        for delta in spec.stream().content():
-            display.text(delta, opening="assistant (streamed): ")
+        for chunk in spec.stream().chat_client_responses():
+            run = chunk.context.get(AdvisorParams.RUN_USAGE, run)
+            text = chunk.chat_response.text if chunk.chat_response is not None else None
+            display.text(text or "", opening="assistant (streamed): ")
         display.end_answer()
     else:
-        display.line(f"assistant: {spec.call().content()}")
+        answer = spec.call().chat_client_response()
+        run = answer.context.get(AdvisorParams.RUN_USAGE)
+        display.line(f"assistant: {answer.chat_response.text if answer.chat_response else None}")
+    if run is not None:
+        display.line(f"  ({usage_line(run)})")
     display.line(f"todo list:\n  {_render(todos)}")
 
     display.line("\nuser: Now as a structured plan.")
@@ -162,9 +194,11 @@ def run_demo(out: TextIO, model: ChatModel, db_path: Path, stream: bool) -> None
         client.prompt("Now as a structured plan.")
         .param(ChatMemory.CONVERSATION_ID, "demo")
         .call()
-        .entity(DayPlan, schema_validation=True)
+        .response_entity(DayPlan, schema_validation=True)
     )
-    display.line(f"structured: {plan!r}")
+    display.line(f"structured: {plan.entity!r}")
+    if plan.response.metadata.usage is not None:
+        display.line(f"  ({usage_line(plan.response.metadata.usage)})")
     stored = memory.get("demo")
     kinds = ", ".join(m.type.value for m in stored)
     display.line(f"\nmemory ({db_path.name}): {len(stored)} messages stored: {kinds}")

@@ -25,7 +25,8 @@ from ..evaluation.api import EvaluatorLike
 from ..evaluation.cases import EvaluationReport
 from ..messages import AssistantMessage
 from ..model import ChatModel, Prompt
-from ._agent import MAX_MESSAGES, agent_client, close_model
+from ..usage import UsageLimits
+from ._agent import MAX_MESSAGES, agent_client, close_model, open_knowledge_advisor
 from ._options import AgentOptions, agent_options
 from ._setup import build_model, load_tools, mcp_servers, parse_model
 
@@ -141,15 +142,23 @@ def _deny_without_yes(call: Any, context: Any) -> Any:
     return Denied("no one can approve tool calls during an eval; run it again with --yes")
 
 
-def _agent(model: ChatModel, system: str | None, tools: list[object], approve_all: bool) -> ChatClient:
+def _agent(
+    model: ChatModel,
+    system: str | None,
+    tools: list[object],
+    approve_all: bool,
+    knowledge: Any = None,
+    limits: UsageLimits | None = None,
+) -> ChatClient:
     """The agent ``chat`` builds, each case a conversation of its own; approvals granted with
-    ``--yes``, else denied."""
+    ``--yes``, else denied; ``knowledge``: the ``--knowledge`` advisor; each answer within ``limits``
+    (a case over them fails with the reason)."""
     from ..memory import InMemoryChatMemoryRepository, MessageWindowChatMemory
     from ..tools import ToolCallingManager
 
     manager = ToolCallingManager(approver=(lambda call, context: True) if approve_all else _deny_without_yes)
     memory = MessageWindowChatMemory(InMemoryChatMemoryRepository(), max_messages=MAX_MESSAGES)
-    return agent_client(model, system, tools, memory, manager)
+    return agent_client(model, system, tools, memory, manager, knowledge, limits)
 
 
 # -- the command -------------------------------------------------------------------------------------
@@ -213,7 +222,9 @@ def eval_command(
     if judge_model is not None:
         evaluators.append(LLMJudgeEvaluator(judge_model))
     servers = mcp_servers(agent.mcp, agent.mcp_url)
-    run = _Run(llm, agent.system, load_tools(agent.tools), servers, agent.approve_all, judge_model)
+    tools = load_tools(agent.tools)
+    run = _Run(llm, agent.system, tools, servers, agent.approve_all, judge_model, agent.knowledge)
+    run.limits = agent.budget.limits()
     report = asyncio.run(run.evaluate(cases, evaluators, concurrency))
     report.print()
     if json_out is not None:
@@ -235,9 +246,11 @@ class _Run:
         servers: list[Any],
         approve_all: bool,
         judge: ChatModel | None,
+        knowledge: str | None = None,
     ) -> None:
         self.model, self.system, self.tools, self.servers = model, system, tools, servers
-        self.approve_all, self.judge = approve_all, judge
+        self.approve_all, self.judge, self.knowledge = approve_all, judge, knowledge
+        self.limits: UsageLimits | None = None
 
     async def evaluate(
         self, cases: list[Case], evaluators: list[EvaluatorLike], concurrency: int
@@ -247,5 +260,7 @@ class _Run:
             if self.judge is not None:
                 stack.push_async_callback(close_model, self.judge)
             entered = [await stack.enter_async_context(server) for server in self.servers]
-            agent = _agent(self.model, self.system, [*self.tools, *entered], self.approve_all)
+            knowledge = open_knowledge_advisor(self.knowledge, stack)
+            tools = [*self.tools, *entered]
+            agent = _agent(self.model, self.system, tools, self.approve_all, knowledge, self.limits)
             return await aevaluate_cases(agent, cases, evaluators, concurrency=concurrency, progress=True)

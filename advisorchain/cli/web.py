@@ -22,7 +22,8 @@ from rich.console import Console
 from ..client import ChatClient
 from ..memory import ChatMemoryRepository
 from ..model import ChatModel
-from ._agent import MAX_MESSAGES, ModelChoice, agent_client, close_model
+from ..usage import UsageLimits
+from ._agent import MAX_MESSAGES, ModelChoice, agent_client, close_model, open_knowledge_advisor
 from ._options import AgentOptions, agent_options
 from ._sessions import open_store
 from ._setup import CliError, load_tools, mcp_servers
@@ -43,17 +44,21 @@ class WebSettings:
     where: str
     session: str | None
     approve_all: bool
+    knowledge: str | None = None
+    limits: UsageLimits | None = None
 
 
-def _agent(settings: WebSettings, mcp_tools: list[object]) -> ChatClient:
+def _agent(settings: WebSettings, mcp_tools: list[object], knowledge: Any = None) -> ChatClient:
     """The agent ``chat`` builds on the sessions store. Calls that need approval wait for the page
-    (``--yes`` approves them all)."""
+    (``--yes`` approves them all); ``knowledge``: the ``--knowledge`` advisor (the page shows the
+    citations)."""
     from ..memory import MessageWindowChatMemory
     from ..tools import ToolCallingManager
 
     manager = ToolCallingManager(approver=(lambda call, context: True) if settings.approve_all else None)
     memory = MessageWindowChatMemory(settings.repository, max_messages=MAX_MESSAGES)
-    return agent_client(settings.model, settings.system, [*settings.tools, *mcp_tools], memory, manager)
+    tools = [*settings.tools, *mcp_tools]
+    return agent_client(settings.model, settings.system, tools, memory, manager, knowledge, settings.limits)
 
 
 @click.command("web")
@@ -91,7 +96,17 @@ def web_command(agent: AgentOptions, host: str, port: int, debug: bool) -> int:
     sock = _listen(host, port)
     store = open_store(memory)
     settings = WebSettings(
-        llm, label, agent.system, loaded, servers, store.repository, store.label, session, agent.approve_all
+        llm,
+        label,
+        agent.system,
+        loaded,
+        servers,
+        store.repository,
+        store.label,
+        session,
+        agent.approve_all,
+        agent.knowledge,
+        agent.budget.limits(),
     )
     try:
         asyncio.run(_serve(settings, sock, host, debug))
@@ -172,7 +187,7 @@ async def _serve(settings: WebSettings, sock: socket.socket, host: str, debug: b
     async with AsyncExitStack() as stack:
         stack.push_async_callback(close_model, settings.model)
         entered = [await stack.enter_async_context(server) for server in settings.mcp]
-        client = _agent(settings, entered)
+        client = _agent(settings, entered, open_knowledge_advisor(settings.knowledge, stack))
         app = create_app(client, token=secrets.token_urlsafe(24))
         if settings.session is not None:
             app.state.service.open(settings.session)

@@ -18,6 +18,7 @@ from typing import Any, Generic, TypeVar
 from pydantic import TypeAdapter
 
 from .._checks import check_conversation_id
+from .._run_meter import RUN_METER, RunMeter
 from ..advisors import AdvisorParams, ToolCallingAdvisor
 from ..advisors.api import CallAdvisorChain, ChatClientRequest, ChatClientResponse, Ordered
 from ..client import ChatClient, ChatClientRequestSpec
@@ -40,6 +41,7 @@ from ._codec import (
     tool_result_from_dict,
     tool_result_to_dict,
 )
+from ._retrieval import StoreSeams, stores_of
 
 __all__ = [
     "RUN_ID",
@@ -99,7 +101,8 @@ class DurableParts:
     """An agent's model, tools and memories, each under a stable seam name.
 
     Seam names: ``<agent>.model``, ``<agent>.tool.<tool name>``, ``<agent>.memory.<get|add|clear>``
-    (``<agent>.memory<i>.<op>`` for the i-th memory when advisors hold more than one).
+    (``<agent>.memory<i>.<op>`` for the i-th memory when advisors hold more than one),
+    ``<agent>.store.search`` for the vector store retrieval advisors search (``store<i>``, as memory).
     """
 
     def __init__(
@@ -130,6 +133,7 @@ class DurableParts:
             for value in _memories_of(advisor):
                 if not any(value is m for m in self.memories):
                     self.memories.append(value)
+        self.stores = StoreSeams(self.name, stores_of(client.default_advisors))
 
     # -- names ------------------------------------------------------------------------------------
 
@@ -154,6 +158,7 @@ class DurableParts:
         for index, memory in enumerate(self.memories):
             for op in _MEMORY_OPS:
                 handlers[self.memory_seam(index, op)] = _memory_handler(memory, op)
+        handlers.update(self.stores.handlers())
         return handlers
 
     # -- activity/step side -----------------------------------------------------------------------
@@ -192,7 +197,10 @@ class DurableParts:
         outermost advisor that records the run's final response."""
         client = self.client
         memories = [_MemorySeam(self, index, dispatch) for index in range(len(self.memories))]
-        advisors = [self._with_memory_seams(a, memories) for a in client.default_advisors]
+        advisors = [
+            self.stores.advised(self._with_memory_seams(a, memories), dispatch)
+            for a in client.default_advisors
+        ]
         recorder = _ResultRecorder()
         durable = ChatClient(
             _ModelSeam(self.model_seam, dispatch, stream, client.model),
@@ -204,6 +212,8 @@ class DurableParts:
             ],
             default_options=client.default_options,
             tool_calling_auto_register=client.tool_calling_auto_register,
+            usage_limits=client.usage_limits,
+            prices=client.prices,
         )
         return durable, recorder
 
@@ -430,7 +440,10 @@ async def run_agent(
     payload = {**payload, "tool_context": {**payload["tool_context"], RUN_ID: run_id}}
     client, _ = parts.workflow_client(dispatch, bool(payload["stream"]))
     converter = None if output_type is None else converter_for(output_type)
-    spec = _spec(client, payload, converter)
+    # One budget for the whole run, across its approval pauses; on a resume the engine replays the
+    # recorded model and tool calls through it, so the totals are rebuilt as they were.
+    meter = RunMeter(client.usage_limits, client.price_table)
+    spec = _spec(client, payload, converter, meter)
     if payload["system"] is not None:
         spec.system(payload["system"])
     spec.messages([message_from_dict(m) for m in payload["messages"]])
@@ -445,7 +458,7 @@ async def run_agent(
             [_call_to_dict(c) for c in pending],
             response_to_dict(waiting) if waiting is not None and payload["stream"] else None,
         )
-        spec = _spec(client, payload, converter)
+        spec = _spec(client, payload, converter, meter)
         if parts.memories:
             # Memory holds the user message and the waiting tool-call message already.
             if payload["system"] is not None:
@@ -464,8 +477,10 @@ async def run_agent(
     return {"output": output, "response": None if response is None else response_to_dict(response)}
 
 
-def _spec(client: ChatClient, payload: Mapping[str, Any], converter: Any) -> ChatClientRequestSpec:
-    spec = client.prompt()
+def _spec(
+    client: ChatClient, payload: Mapping[str, Any], converter: Any, meter: RunMeter
+) -> ChatClientRequestSpec:
+    spec = client.prompt().param(RUN_METER, meter)
     if payload["conversation_id"] is not None:
         spec.param(ChatMemory.CONVERSATION_ID, payload["conversation_id"])
     if payload["tool_context"]:

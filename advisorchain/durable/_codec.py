@@ -3,8 +3,9 @@ responses and stream chunks. Engines record these values in their history, so th
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 from .. import errors
@@ -103,9 +104,25 @@ def response_to_dict(response: ChatResponse) -> dict[str, Any]:
         ],
         "id": meta.id,
         "model": meta.model,
-        "usage": None if usage is None else [usage.prompt_tokens, usage.completion_tokens],
+        "usage": None if usage is None else _usage_to_list(usage),
         "finish_reason": meta.finish_reason,
+        "provider": meta.provider,
     }
+
+
+def _usage_to_list(usage: Usage) -> list[Any]:
+    """``[prompt, completion, cache read, cache write, cost as a string or None]``: the cost kept
+    exactly (a Decimal is not JSON), so a resumed run adds up to the same totals."""
+    cost = None if usage.cost is None else str(usage.cost)
+    counts = [usage.prompt_tokens, usage.completion_tokens, usage.cache_read_tokens, usage.cache_write_tokens]
+    return [*counts, cost]
+
+
+def _usage_from_list(data: Sequence[Any]) -> Usage:
+    """The Usage of ``_usage_to_list`` (a two-count list of an older recording too)."""
+    counts = [*data[:4], 0, 0][:4]
+    cost = data[4] if len(data) > 4 else None
+    return Usage(counts[0], counts[1], counts[2], counts[3], None if cost is None else Decimal(cost))
 
 
 def response_from_dict(data: Mapping[str, Any]) -> ChatResponse:
@@ -122,8 +139,9 @@ def response_from_dict(data: Mapping[str, Any]) -> ChatResponse:
         ChatResponseMetadata(
             data["id"],
             data["model"],
-            None if usage is None else Usage(usage[0], usage[1]),
+            None if usage is None else _usage_from_list(usage),
             data["finish_reason"],
+            data.get("provider"),
         ),
     )
 

@@ -115,8 +115,8 @@ class EvaluationReport:
 
     def table(self) -> Table:
         """The report as a rich ``Table``: a row per case (its verdict, each evaluator's mark and
-        score, the answer's time and tokens, the error or first failing feedback), the totals in the
-        footer."""
+        score, the answer's time, tokens and cost, the error or first failing feedback), the totals
+        in the footer."""
         names = list(self.totals)
         table = Table(show_footer=True)
         table.add_column("case", footer="total")
@@ -125,6 +125,7 @@ class EvaluationReport:
             table.add_column(name, justify="center", footer=_total(self.totals[name]))
         table.add_column("time", justify="right")
         table.add_column("tokens", justify="right")
+        table.add_column("cost", justify="right")
         table.add_column("note", overflow="fold")
         for row in self.rows:
             table.add_row(
@@ -133,6 +134,7 @@ class EvaluationReport:
                 *(_mark(row.results.get(name)) for name in names),
                 f"{row.duration_s:.2f}s",
                 str(row.usage.total_tokens) if row.usage is not None else NONE,
+                _cost(row.usage),
                 _note(row),
             )
         return table
@@ -158,6 +160,11 @@ def _mark(result: EvaluationResult | None) -> Text:
 def _total(totals: EvaluatorTotals) -> str:
     mean = f", mean {totals.mean_score:.2f}" if totals.mean_score is not None else ""
     return f"{totals.pass_rate:.0%} of {totals.cases}{mean}"
+
+
+def _cost(usage: Usage | None) -> str:
+    """An answer's cost in USD, ``n/a`` when it is not known (an unpriced model, no usage)."""
+    return "n/a" if usage is None or usage.cost is None else f"${usage.cost:f}"
 
 
 def _note(row: CaseResult) -> str:

@@ -17,7 +17,7 @@ from ..advisors._attempts import Attempt, buffered_attempt, call_attempt, releas
 from ..advisors.chain import CallAdvisorChain, StreamAdvisorChain
 from ..advisors.vocabulary import SELF_REFINE_ORDER, AdvisorParams, check_order
 from ..errors import ChainConfigurationError, EvaluationFailedError
-from ..model import ChatClientRequest, ChatClientResponse, Usage, with_total_usage
+from ..model import ChatClientRequest, ChatClientResponse, FinishReason, Usage, with_total_usage
 from .api import EvaluationRequest, EvaluationResult, EvaluatorLike, as_passages, prepare_evaluator
 
 __all__ = ["OnFailure", "SelfRefineEvaluationAdvisor"]
@@ -31,6 +31,8 @@ _DEFAULT_FEEDBACK_TEMPLATE = (
     "Feedback on it: {feedback}\n"
     "Write a better answer to the question above that addresses this feedback."
 )
+
+_LIMIT = FinishReason.USAGE_LIMIT_EXCEEDED
 
 
 class SelfRefineEvaluationAdvisor:
@@ -138,7 +140,8 @@ class SelfRefineEvaluationAdvisor:
             response, extra = await attempt(retry)
             usages.append(usage_of(response))
             chat = response.chat_response
-            if chat is not None and chat.has_tool_calls():  # user-controlled tools: not an answer yet
+            if chat is not None and (chat.has_tool_calls() or chat.finish_reason == _LIMIT):
+                # user-controlled tools: not an answer yet; a usage limit ended the run: no retry
                 return _finished(response, usages, results), extra
             answer = chat.text if chat is not None else None
             result = await self._evaluator(

@@ -16,8 +16,10 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Iterable, Mapping
 from functools import partial
 from typing import Any, ClassVar, Protocol
+from urllib.parse import urlsplit
 
-from ..model import ChatResponse, Prompt
+from ..model import ChatResponse, ChatResponseMetadata, Prompt
+from ..usage import price_of
 from ._common import check_request_allowed
 from ._http.failures import model_error, not_an_object
 from ._http.json import loads
@@ -25,7 +27,7 @@ from ._http.loops import LoopClients
 from ._http.sse import SseDecoder
 from ._http.transport import HttpPath, Reply, http_path
 
-__all__ = ["HttpChatModel", "StreamAssembly", "derive_client"]
+__all__ = ["OWN_HOSTS", "HttpChatModel", "StreamAssembly", "derive_client", "price_provider"]
 
 
 class StreamAssembly(Protocol):
@@ -45,6 +47,17 @@ class StreamAssembly(Protocol):
     def complete(self) -> ChatResponse:
         """The last chunk (whole tool calls, finish reason, usage), or an IncompleteAnswerError
         when the provider never said the answer was complete."""
+
+
+OWN_HOSTS: Mapping[str, str] = {"api.openai.com": "openai", "api.anthropic.com": "anthropic"}
+"""The providers' own hosts, and the provider whose bundled prices price an answer from there."""
+
+
+def price_provider(client: Any) -> str | None:
+    """The provider whose prices apply to answers through ``client``: known only on the provider's
+    own host (``OWN_HOSTS``); a local or proxy server's models are unpriced (None)."""
+    host = urlsplit(str(getattr(client, "base_url", "") or "")).hostname
+    return OWN_HOSTS.get(host or "")
 
 
 def derive_client(template: Any, http_client: Any) -> Any:
@@ -71,6 +84,7 @@ class HttpChatModel(ABC):
 
     def _connect(self, client: Any) -> None:
         self.client = client
+        self._price_provider = price_provider(client)
         self._clients: LoopClients[Any] = LoopClients(
             client,
             derive_client,
@@ -113,7 +127,23 @@ class HttpChatModel(ABC):
         body, options = self._body(prompt, stream=False)
         path = await self._path()
         reply = await path.send(body, options, stream=False)
-        return self._parse(self._json_object(await reply.read(), reply, path.url), path.url)
+        return self._priced(
+            self._parse(self._json_object(await reply.read(), reply, path.url), path.url), prompt
+        )
+
+    def _priced(self, response: ChatResponse, prompt: Prompt) -> ChatResponse:
+        """``response`` with its cost, from the bundled prices of the provider on its own host, by
+        the model name the response reports (else the request's); unpriced elsewhere (§17)."""
+        provider = self._price_provider
+        meta = response.metadata
+        usage = meta.usage
+        if provider is None or usage is None:
+            return response  # another server's answer: unpriced (its usage has no cost)
+        options = prompt.options
+        requested = options.model if options is not None and options.model else self.model_name
+        usage = price_of(usage, provider, meta.model or requested)
+        metadata = ChatResponseMetadata(meta.id, meta.model, usage, meta.finish_reason, provider)
+        return ChatResponse(response.generations, metadata)
 
     def _json_object(self, content: bytes, reply: Reply, url: str) -> dict[str, Any]:
         try:
@@ -159,4 +189,4 @@ class HttpChatModel(ABC):
                     )
         finally:
             await reply.aclose()
-        yield assembly.complete()
+        yield self._priced(assembly.complete(), prompt)

@@ -365,11 +365,10 @@ def _finish_reason(stop_reason: str | None, has_tool_calls: bool) -> str:
 
 def _usage(usage: Mapping[str, Any]) -> Usage:
     # input_tokens leaves out cached tokens; the prompt's size is all three together.
-    prompt = sum(
-        as_int(usage.get(k))
-        for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
-    )
-    return Usage(prompt, as_int(usage.get("output_tokens")))
+    written = as_int(usage.get("cache_creation_input_tokens"))
+    read = as_int(usage.get("cache_read_input_tokens"))
+    prompt = as_int(usage.get("input_tokens")) + written + read
+    return Usage(prompt, as_int(usage.get("output_tokens")), read, written)
 
 
 # -- stream ----------------------------------------------------------------------------------------

@@ -313,11 +313,13 @@ def _reasoning_metadata(message: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def parse_usage(usage: object) -> Usage | None:
-    """Usage from a Chat Completions ``usage`` object, or None when there is none."""
+    """Usage from a Chat Completions ``usage`` object (the cached prompt tokens from
+    ``prompt_tokens_details.cached_tokens``), or None when there is none."""
     data = read_dict(usage)
     if not data:
         return None
-    return Usage(as_int(data.get("prompt_tokens")), as_int(data.get("completion_tokens")))
+    cached = read_dict(data.get("prompt_tokens_details")).get("cached_tokens")
+    return Usage(as_int(data.get("prompt_tokens")), as_int(data.get("completion_tokens")), as_int(cached))
 
 
 # -- stream ----------------------------------------------------------------------------------------

@@ -352,11 +352,13 @@ def _tool_call(item: Mapping[str, Any]) -> ToolCall:
 
 
 def parse_usage(usage: object) -> Usage | None:
-    """Usage from a Responses ``usage`` object (``input_tokens``/``output_tokens``), or None."""
+    """Usage from a Responses ``usage`` object (``input_tokens``/``output_tokens``, the cached
+    input tokens from ``input_tokens_details.cached_tokens``), or None."""
     data = as_dict(usage)
     if not data:
         return None
-    return Usage(as_int(data.get("input_tokens")), as_int(data.get("output_tokens")))
+    cached = as_dict(data.get("input_tokens_details")).get("cached_tokens")
+    return Usage(as_int(data.get("input_tokens")), as_int(data.get("output_tokens")), as_int(cached))
 
 
 # -- stream ----------------------------------------------------------------------------------------

@@ -25,7 +25,7 @@ from .query import Query
 from .retrievers import DocumentRetriever, VectorStoreDocumentRetriever
 from .search import SearchRequest
 from .splitter import TextSplitter
-from .stores import InMemoryVectorStore, SQLiteVectorStore, VectorStore
+from .stores import InMemoryVectorStore, PostgresVectorStore, SQLiteVectorStore, VectorStore
 from .tool import retrieval_tool
 from .transformers import (
     CompressionQueryTransformer,
@@ -50,6 +50,7 @@ __all__ = [
     "LocalEmbeddingModel",
     "MultiQueryExpander",
     "OpenAIEmbeddingModel",
+    "PostgresVectorStore",
     "Query",
     "QueryAugmenter",
     "QueryExpander",

@@ -27,6 +27,9 @@ from .schema import parse_arguments
 
 __all__ = ["ToolCallingManager", "ToolCallingManagerProtocol", "ToolExecutionResult"]
 
+NOT_EXECUTED = "Error: not executed: "
+"""How a tool response begins for a call a per-turn limit kept from running."""
+
 T = TypeVar("T")
 
 
@@ -171,7 +174,7 @@ class ToolCallingManager:
         outcomes = await self._run_all(calls[:admitted], callbacks, context)
         responses = [o.response for o in outcomes]
         if breach is not None:
-            note = f"Error: not executed: {breach.message}"
+            note = f"{NOT_EXECUTED}{breach.message}"
             responses.extend(ToolResponse(c.id, c.name, note) for c in calls[admitted:])
         history = (*prompt.instructions, message, ToolResponseMessage(tuple(responses)))
         if breach is not None:

@@ -79,7 +79,7 @@ def jsonable(value: Any, depth: int = 0) -> Any:
 
 
 def usage_view(usage: Usage | None) -> dict[str, Any] | None:
-    """Tokens of an answer, and its cost when the usage carries one."""
+    """Tokens of an answer, and its cost in USD when it is known."""
     if usage is None:
         return None
     view: dict[str, Any] = {
@@ -87,9 +87,8 @@ def usage_view(usage: Usage | None) -> dict[str, Any] | None:
         "completion_tokens": usage.completion_tokens,
         "total_tokens": usage.total_tokens,
     }
-    cost = getattr(usage, "cost", None)
-    if cost is not None:
-        view["cost"] = str(cost)
+    if usage.cost is not None:  # left out when the model could not be priced (the page says n/a)
+        view["cost"] = str(usage.cost)
     return view
 
 

@@ -1,14 +1,17 @@
 """advisorchain: a ``ChatClient`` on ``OpenAIChatModel`` over an injected ``AsyncOpenAI`` client; the
 auto-registered ``ToolCallingAdvisor`` runs the loop. Option ``advisors=N`` adds N pass-through
-advisors inside the loop (each runs once per model call); option ``http="sdk"`` keeps every request
-on the SDK's own httpx2 stack (``ADVISORCHAIN_HTTP=sdk``), else the install's default path is taken
-— and checked to be the aiohttp path when the cell ends, so a default install that lost its fast
-path fails the cell instead of measuring the wrong thing."""
+advisors inside the loop (each runs once per model call); option ``budget`` — or
+``ADVISORCHAIN_BENCH_BUDGET=1`` in the environment — gives the client a price for the model and
+every usage limit (far from reached), so every call is priced and checked (§17); option
+``http="sdk"`` keeps every request on the SDK's own httpx2 stack (``ADVISORCHAIN_HTTP=sdk``), else
+the install's default path is taken — and checked to be the aiohttp path when the cell ends, so a
+default install that lost its fast path fails the cell instead of measuring the wrong thing."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterator
+from decimal import Decimal
 from typing import Any
 
 from harness.scenarios import tool_result
@@ -34,6 +37,21 @@ class PassThrough(BaseAdvisor):
     order = ToolCallingAdvisor.DEFAULT_ORDER + 1
 
 
+def _budget(model: str) -> dict[str, Any]:
+    """A price for ``model`` and every usage limit, none of them reached by a benchmark run."""
+    from advisorchain import ModelPrice, UsageLimits
+
+    limits = UsageLimits(
+        request_limit=10_000,
+        input_tokens_limit=10**9,
+        output_tokens_limit=10**9,
+        total_tokens_limit=10**9,
+        tool_calls_limit=10_000,
+        cost_limit=Decimal(1_000),
+    )
+    return {"prices": {model: ModelPrice(Decimal("0.15"), Decimal("0.60"))}, "usage_limits": limits}
+
+
 class Impl:
     """One ChatClient shared by every run; the tool given per request, as users write it."""
 
@@ -43,8 +61,11 @@ class Impl:
         os.environ["ADVISORCHAIN_HTTP"] = self.http
         self.client = AsyncOpenAI(base_url=base_url, api_key="bench")
         advisors = [PassThrough() for _ in range(int(options.get("advisors", 0)))]
+        budget = (
+            _budget(model) if options.get("budget") or os.environ.get("ADVISORCHAIN_BENCH_BUDGET") else {}
+        )
         self.model = OpenAIChatModel(model, client=self.client)
-        self.chat = ChatClient(self.model, default_advisors=advisors)
+        self.chat = ChatClient(self.model, default_advisors=advisors, **budget)
 
     async def run(self, prompt: str) -> str:
         """One agent run; the final answer."""

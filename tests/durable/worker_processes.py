@@ -16,9 +16,9 @@ class Workers:
     def __init__(self) -> None:
         self.procs: list[subprocess.Popen[str]] = []
 
-    def start(self, *args: str, wait_ready: bool = True) -> subprocess.Popen[str]:
+    def start(self, *args: str, wait_ready: bool = True, script: str = "worker.py") -> subprocess.Popen[str]:
         proc = subprocess.Popen(
-            [sys.executable, str(HERE / "worker.py"), *args],
+            [sys.executable, str(HERE / script), *args],
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             text=True,

@@ -2,8 +2,8 @@
 test_installed_extras.py): a tool loop, blocking and streamed, through each adapter of that extra
 against the loopback server at argv[2] — over the HTTP path the extra gives (aiohttp), checking that
 every private attribute it reads is there (models/_http/internals.py); then an import of the other
-extra's adapter, which must fail naming the extra to install. Prints one JSON object with what
-happened."""
+extra's adapter, which must fail naming the extra to install; then a price from the bundled price
+data. Prints one JSON object with what happened."""
 
 from __future__ import annotations
 
@@ -82,8 +82,15 @@ def main() -> None:
         missing = None
     except ImportError as exc:
         missing = f"{type(exc).__name__}: {exc}"
+    from advisorchain.usage import Usage, price_of
+
+    # The bundled prices at genai-prices' lower bound: the adapters price answers from them (§17).
+    prices = {
+        provider: str(price_of(Usage(1000, 100, cache_read_tokens=400), provider, model).cost)
+        for provider, model in (("openai", "gpt-4o"), ("anthropic", "claude-sonnet-4-5"))
+    }
     versions = {}
-    for package in ("openai", "anthropic", "httpx2", "aiohttp", "orjson"):
+    for package in ("openai", "anthropic", "httpx2", "genai-prices", "aiohttp", "orjson"):
         try:
             versions[package] = importlib.metadata.version(package)
         except importlib.metadata.PackageNotFoundError:
@@ -92,6 +99,7 @@ def main() -> None:
         "answers": answers,
         "missing_other": missing,
         "versions": versions,
+        "prices": prices,
         "paths": paths,
         "internals_missing": internals_missing,
     }

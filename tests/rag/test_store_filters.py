@@ -104,3 +104,33 @@ def test_a_filtered_search_returns_top_k_matching_documents_even_when_they_rank_
     assert sorted(d.id for d in found) == ["far0", "far1", "far2"]
     found = store.similarity_search(SearchRequest("alpha beta gamma", top_k=2, filter=Filter.eq("keep", True)))
     assert len(found) == 2 and all(d.metadata["keep"] for d in found)
+
+
+@pytest.mark.parametrize("key", ["a'; DROP TABLE x; --", 'b"); DELETE FROM documents; --', "c' OR '1'='1", "%s", "$1", "?"])
+def test_a_key_with_sql_in_it_is_a_key_never_sql(store: Any, key: str) -> None:
+    store.add([Document("one", {key: 1}, id="hit"), Document("two", {"other": 1}, id="miss")])
+    for node in (Filter.eq(key, 1), Filter.parse(f"{_quoted(key)} == 1"), Filter.in_(key, [1, "x"])):
+        found = store.similarity_search(SearchRequest("one two", top_k=5, filter=node))
+        assert [d.id for d in found] == ["hit"]
+    assert {d.id for d in store.similarity_search(SearchRequest("one two", top_k=5, filter=Filter.ne(key, 1)))} == {"miss"}
+    assert store.delete(filter=Filter.is_not_null(key)) == 1
+    assert [d.id for d in store.similarity_search(SearchRequest("one two", top_k=5))] == ["miss"]
+
+
+def _quoted(key: str) -> str:
+    return '"' + key.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+BIG = [2**53, 2**53 + 1, 2**62 + 1, -(2**62) - 1, float(2**53), float(2**62), -float(2**62), 1e19, 9007199254740993.0, 0.1, 0.30000000000000004]
+
+
+@pytest.mark.parametrize("literal", BIG)
+@pytest.mark.parametrize("op", ["==", "!=", "<", "<=", ">", ">="])
+def test_numbers_compare_exactly_across_int_and_float(store: Any, literal: int | float, op: str) -> None:
+    docs = [Document(f"number {i}", {"v": v}, id=f"n{i}") for i, v in enumerate(BIG)]
+    store.add(docs)
+    node = Comparison("v", op, literal)  # type: ignore[arg-type]
+    found = store.similarity_search(SearchRequest("number", top_k=50, filter=node))
+    assert {d.id for d in found} == expected_ids(node, docs)
+    stored = store.similarity_search(SearchRequest("number", top_k=50))
+    assert {d.id: repr(d.metadata["v"]) for d in stored} == {d.id: repr(d.metadata["v"]) for d in docs}

@@ -14,7 +14,7 @@ from advisorchain.errors import ChainConfigurationError
 from advisorchain.rag import Document, SearchRequest, VectorStore
 from advisorchain.rag.documents import document_id
 
-from .conftest import StoreFactory, WordsEmbeddingModel
+from .conftest import HYBRID, StoreFactory, WordsEmbeddingModel
 
 
 def everything(store: Any) -> list[Document]:
@@ -62,7 +62,7 @@ def test_a_plain_str_is_a_search_with_the_defaults(store: Any) -> None:
 
 
 def test_a_threshold_keeps_only_similar_enough_documents(make_store: StoreFactory, words_model: WordsEmbeddingModel) -> None:
-    store = make_store(words_model, **({"hybrid": False} if make_store.kind == "sqlite" else {}))  # type: ignore[attr-defined]
+    store = make_store(words_model, **({"hybrid": False} if make_store.kind in HYBRID else {}))  # type: ignore[attr-defined]
     store.add([Document("red apples"), Document("unrelated words")])
     found = store.similarity_search(SearchRequest("red apples", top_k=5, similarity_threshold=0.9))
     assert [d.text for d in found] == ["red apples"]

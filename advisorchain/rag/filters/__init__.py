@@ -4,7 +4,7 @@ evaluator for in-memory stores, a SQL translator per database)."""
 from .evaluator import kind_of, matches
 from .nodes import And, Comparison, Filter, Membership, Not, NullCheck, Or, Scalar, parse_filter
 from .parser import FilterSyntaxError
-from .sql import SqlFilterTranslator, SQLiteFilterTranslator
+from .sql import PostgresFilterTranslator, SqlFilterTranslator, SQLiteFilterTranslator
 
 __all__ = [
     "And",
@@ -15,6 +15,7 @@ __all__ = [
     "Not",
     "NullCheck",
     "Or",
+    "PostgresFilterTranslator",
     "SQLiteFilterTranslator",
     "Scalar",
     "SqlFilterTranslator",

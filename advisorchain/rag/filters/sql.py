@@ -5,19 +5,22 @@ A translated predicate is never SQL NULL (each test is wrapped in ``coalesce(...
 keeps two-valued logic and the truth table of ``evaluator`` holds in every database.
 
 A backend subclasses ``SqlFilterTranslator`` and says how to test a key's kind and read its value;
-``SQLiteFilterTranslator`` reads the JSON metadata column with ``json_type``/``json_extract``.
+``SQLiteFilterTranslator`` reads the JSON metadata column with ``json_type``/``json_extract``,
+``PostgresFilterTranslator`` a ``jsonb`` column with ``jsonb_typeof`` and casts (each cast guarded by a
+``CASE``, since PostgreSQL does not promise to evaluate ``AND`` left to right).
 """
 
 from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
+from decimal import Decimal
 from typing import Any, ClassVar
 
 from .evaluator import kind_of
 from .nodes import And, Comparison, Filter, Membership, Not, NullCheck, Or, Scalar
 
-__all__ = ["SQLiteFilterTranslator", "SqlFilterTranslator"]
+__all__ = ["PostgresFilterTranslator", "SQLiteFilterTranslator", "SqlFilterTranslator", "exact_number"]
 
 
 class SqlFilterTranslator(ABC):
@@ -28,6 +31,7 @@ class SqlFilterTranslator(ABC):
     """
 
     placeholder: ClassVar[str] = "?"
+    false: ClassVar[str] = "0"
 
     def translate(self, node: Filter) -> tuple[str, list[Any]]:
         """The SQL expression for ``node`` and its parameters, in order."""
@@ -60,7 +64,7 @@ class SqlFilterTranslator(ABC):
         test = self.kind_test(key, kind, params)
         value = self.value_of(key, kind, params)
         params.append(self.literal(literal))
-        return f"coalesce(({test} AND {value} {op} {self.placeholder}), 0)"
+        return self.guard(test, f"{value} {op} {self.bound(kind)}")
 
     def _membership(self, node: Membership, params: list[Any]) -> str:
         groups: dict[str, list[Scalar]] = {}
@@ -69,14 +73,14 @@ class SqlFilterTranslator(ABC):
             assert kind is not None
             groups.setdefault(kind, []).append(v)
         if not groups:
-            return "0"
+            return self.false
         tests = []
         for kind, values in groups.items():
             test = self.kind_test(node.key, kind, params)
             value = self.value_of(node.key, kind, params)
             params.extend(self.literal(v) for v in values)
-            marks = ", ".join(self.placeholder for _ in values)
-            tests.append(f"coalesce(({test} AND {value} IN ({marks})), 0)")
+            marks = ", ".join(self.bound(kind) for _ in values)
+            tests.append(self.guard(test, f"{value} IN ({marks})"))
         return tests[0] if len(tests) == 1 else "(" + " OR ".join(tests) + ")"
 
     # -- what a backend says ---------------------------------------------------------------------
@@ -97,6 +101,14 @@ class SqlFilterTranslator(ABC):
     def literal(self, value: Scalar) -> Any:
         """``value`` as bound to a parameter."""
         return value
+
+    def bound(self, kind: str) -> str:
+        """The SQL for one bound literal of ``kind`` (a placeholder, with a cast where needed)."""
+        return self.placeholder
+
+    def guard(self, test: str, comparison: str) -> str:
+        """``comparison`` where ``test`` (the key's kind) holds, else false; never SQL NULL."""
+        return f"coalesce(({test} AND {comparison}), 0)"
 
 
 class SQLiteFilterTranslator(SqlFilterTranslator):
@@ -133,3 +145,59 @@ class SQLiteFilterTranslator(SqlFilterTranslator):
         if isinstance(value, bool):
             return int(value)  # json_extract gives true/false as 1/0
         return value
+
+
+def exact_number(value: int | float) -> Decimal:
+    """A metadata number as PostgreSQL's ``numeric`` holds it: an int exactly; an integral float
+    exactly (past 2**53 its shortest text form is not its value); any other float by its shortest
+    text form, between which and its value no integer lies. So int-float comparisons agree with
+    Python's, and float-float ones keep their order."""
+    if isinstance(value, float) and value.is_integer():
+        return Decimal(int(value))
+    return Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
+
+
+class PostgresFilterTranslator(SqlFilterTranslator):
+    """Filters over a ``jsonb`` metadata column in PostgreSQL: the kind by ``jsonb_typeof``, values by
+    casts run only under a ``CASE`` that checked the kind, strings compared byte-wise (``COLLATE
+    "C"``, code-point order as Python), numbers as ``numeric``. Keys are bound parameters."""
+
+    placeholder: ClassVar[str] = "%s"
+    false: ClassVar[str] = "false"
+
+    _VALUES: ClassVar[dict[str, str]] = {
+        "string": '({column} ->> %s::text) COLLATE "C"',
+        "number": "({column} -> %s::text)::numeric",
+        "boolean": "({column} -> %s::text)::boolean",
+    }
+    _BOUND: ClassVar[dict[str, str]] = {
+        "string": "%s::text",
+        "number": "%s::numeric",
+        "boolean": "%s::boolean",
+    }
+
+    def __init__(self, column: str = "metadata") -> None:
+        self.column = column
+
+    def kind_test(self, key: str, kind: str, params: list[Any]) -> str:
+        params.append(key)
+        return f"jsonb_typeof({self.column} -> %s::text) = '{kind}'"
+
+    def value_of(self, key: str, kind: str, params: list[Any]) -> str:
+        params.append(key)
+        return self._VALUES[kind].format(column=self.column)
+
+    def null_test(self, key: str, params: list[Any]) -> str:
+        params.append(key)
+        return f"(coalesce(jsonb_typeof({self.column} -> %s::text), 'null') = 'null')"
+
+    def literal(self, value: Scalar) -> Any:
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return exact_number(value)
+        return value
+
+    def bound(self, kind: str) -> str:
+        return self._BOUND[kind]
+
+    def guard(self, test: str, comparison: str) -> str:
+        return f"(CASE WHEN {test} THEN coalesce({comparison}, false) ELSE false END)"

@@ -76,6 +76,7 @@ class BaseVectorStore(ABC):
         docs = prepare_documents(documents)
         if not docs:
             return
+        self.check_batch(docs)
         vectors = await aembed_documents(self.embedding_model, [d.text for d in docs])
         await self._in_thread(self._write, docs, vectors)
         self._holds_documents = True
@@ -123,6 +124,10 @@ class BaseVectorStore(ABC):
                 f"{model_name(self.embedding_model)!r} gives {found}-dimensional ones; open the store with "
                 "the model it was made with, or use a new store"
             )
+
+    def check_batch(self, documents: Sequence[Document]) -> None:  # noqa: B027 - a hook, empty by default
+        """Refuse (ValueError) what this store cannot keep, before anything is embedded; every
+        store keeps what ``Document`` accepts unless it says otherwise here."""
 
     def check_model(self, recorded: int | None, recorded_model: str | None) -> None:
         """At open: the model's known dimension against the store's recorded one."""

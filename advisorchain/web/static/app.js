@@ -339,7 +339,8 @@ function runFooter(run, key) {
   const facts = [];
   if (run.usage) {
     facts.push(el("span", { class: "usage", text: `tokens ${run.usage.prompt_tokens} in / ${run.usage.completion_tokens} out` }));
-    if (run.usage.cost !== undefined) facts.push(el("span", { class: "cost", text: `cost ${run.usage.cost}` }));
+    const cost = run.usage.cost === undefined ? "n/a" : `$${run.usage.cost}`;
+    facts.push(el("span", { class: "cost", text: `cost ${cost}` }));
   }
   if (run.finish_reason) facts.push(el("span", { class: "finish", text: run.finish_reason }));
   if (run.kind === "approval") facts.unshift(el("span", { class: "muted", text: "resumed after your decision" }));
