@@ -33,7 +33,7 @@ def repo(tmp_path: Path) -> Path:
     tools.mkdir(parents=True)
     log = tmp_path / "calls.log"
     _stand_in(bin_dir / "python3", "python3", log)
-    for name in ("python", "pip", "ruff", "mypy"):
+    for name in ("python", "pip", "ruff", "mypy", "mkdocs"):
         _stand_in(tools / name, name, log)
     return tmp_path
 
@@ -49,6 +49,7 @@ def _run(repo: Path, **env: str) -> tuple[int, list[str], str]:
             "PATH": f"{repo / 'fakebin'}:{os.environ['PATH']}",
             "ADVISORCHAIN_TEST_POSTGRES_DSN": "postgresql://unused",
             "ADVISORCHAIN_TEST_REDIS_URL": "redis://unused",
+            "ADVISORCHAIN_TEST_PGVECTOR_DSN": "postgresql://unused",
             **env,
         },
     )
@@ -58,18 +59,19 @@ def _run(repo: Path, **env: str) -> tuple[int, list[str], str]:
 def test_every_check_runs_and_success_exits_0(repo: Path) -> None:
     code, calls, err = _run(repo)
     assert code == 0, err
-    assert [c.split()[0] for c in calls] == ["python3", "pip", "python", "ruff", "ruff", "mypy"]
+    assert [c.split()[0] for c in calls] == ["python3", "pip", "python", "ruff", "ruff", "mypy", "mkdocs"]
     assert "test.sh: everything passed" in err
 
 
 def test_a_failing_pytest_still_runs_ruff_and_mypy_and_exits_1(repo: Path) -> None:
     code, calls, err = _run(repo, FAIL_PYTEST="1")
     assert code == 1
-    assert calls[-3:] == [
+    assert calls[-4:-1] == [
         "ruff check advisorchain tests benchmarks examples",
         "ruff format --check advisorchain",
         "mypy advisorchain",
     ]
+    assert calls[-1].startswith("mkdocs build --strict")
     assert "test.sh: failed: pytest" in err
 
 
