@@ -5,7 +5,9 @@ the blocking forms go through the bridge in ``_sync``."""
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from itertools import repeat
 from typing import Any, Generic, TypeVar, overload
@@ -24,7 +26,7 @@ from .advisors.chain import (
     check_advisor,
     with_run_meter,
 )
-from .advisors.memory import conversation_turns
+from .advisors.memory import conversation_turns, holds_turns
 from .advisors.structured_output import StructuredOutputValidationAdvisor
 from .advisors.tool_calling import ToolCallingAdvisor
 from .advisors.vocabulary import AdvisorParams
@@ -34,7 +36,7 @@ from .messages import AssistantMessage, Media, Message, SystemMessage, ToolRespo
 from .model import ChatClientRequest, ChatClientResponse, ChatModel, ChatOptions, ChatResponse, Prompt
 from .output import converter_for
 from .tools.approvals import as_decisions
-from .tools.function import ToolCallbackProvider, tool_callbacks
+from .tools.function import ToolCallbackProvider, tool_callbacks, unchecked_tool_callbacks
 from .usage import ModelPrice, PriceFunction, Prices, UsageLimits
 
 __all__ = [
@@ -165,6 +167,23 @@ class ChatClientRequestSpec:
     """A fluent request builder; every method returns the spec. Nothing runs until a terminal
     operation (``call()``/``acall()``/``stream()``/``astream()`` and then ``content()``...)."""
 
+    # Slots: a spec lives as long as its request, a thousand of them at a time in a busy process.
+    __slots__ = (
+        "_advisors",
+        "_client",
+        "_limits",
+        "_messages",
+        "_options",
+        "_params",
+        "_system",
+        "_system_is_default",
+        "_system_params",
+        "_tool_context",
+        "_tools",
+        "_user",
+        "_user_params",
+    )
+
     def __init__(self, client: ChatClient) -> None:
         self._client = client
         # The system and user texts: the client's default template (rendered at the terminal
@@ -232,7 +251,8 @@ class ChatClientRequestSpec:
         >>> base.copy().user("Oslo?").call().content()
         """
         other = ChatClientRequestSpec(self._client)
-        for name, value in vars(self).items():
+        for name in ChatClientRequestSpec.__slots__:
+            value = getattr(self, name)
             setattr(other, name, value.copy() if isinstance(value, list | dict) else value)
         return other
 
@@ -377,7 +397,8 @@ class ChatClientRequestSpec:
         options = client.default_options
         if self._options is not None:
             options = self._options.merged_over(options)
-        tools = client.default_tool_callbacks() + _to_tool_callbacks(self._tools)
+        # Unique names are checked once, by the ChatOptions' registry below.
+        tools = client.default_tool_callbacks() + tuple(unchecked_tool_callbacks(*self._tools))
         tool_context = dict(self._tool_context)
         conversation_id = conversation_id_of(context)
         if conversation_id is not None:
@@ -409,7 +430,10 @@ def _checked_advisors(advisors: Iterable[object]) -> tuple[Advisor, ...]:
     return tuple(checked)
 
 
+@functools.cache
 def _tool_calling_advisor(conversation_history_enabled: bool) -> Advisor:
+    """The auto-registered tool loop: one per setting, shared by every request (it keeps each
+    loop's state in the loop, none in itself)."""
     return ToolCallingAdvisor(conversation_history_enabled=conversation_history_enabled)
 
 
@@ -446,11 +470,18 @@ class _Request:
         chain = with_run_meter(CallAdvisorChain(self.advisors, model), self.meter)
         try:
             # One turn per conversation at a time (memory advisors); released on error or cancellation.
-            async with conversation_turns(self.advisors, self.request) as request:
+            async with self._turn() as request:
                 response = await chain.next_call(request)
         except UsageLimitExceeded as exc:
             response = self._ending(exc)  # on_exceeded="finish" (a limit met outside a tool loop)
         return _finished(response, self.meter, final=True)
+
+    def _turn(self) -> AbstractAsyncContextManager[ChatClientRequest]:
+        """The request, its conversations' turns held while it runs (memory advisors); with no
+        memory advisor, the request as it is (no context manager generator to run)."""
+        if holds_turns(self.advisors):
+            return conversation_turns(self.advisors, self.request)
+        return _Given(self.request)
 
     def _ending(self, error: UsageLimitExceeded) -> ChatClientResponse:
         ending = limit_ending(error, self.meter)
@@ -474,10 +505,7 @@ class _Request:
         last: ChatClientResponse | None = None
         told, told_at = None, -1  # the last chunk that carried the totals, and the meter's changes then
         try:
-            async with (
-                conversation_turns(self.advisors, self.request) as request,
-                closing(chain.next_stream(request)) as source,
-            ):
+            async with self._turn() as request, closing(chain.next_stream(request)) as source:
                 async for chunk in source:
                     chat = chunk.chat_response
                     if chat is None or chat.metadata.finish_reason is not None:
@@ -510,6 +538,21 @@ def _finished(response: ChatClientResponse, meter: RunMeter, *, final: bool) -> 
     return ChatClientResponse(chat, context)
 
 
+class _Given:
+    """``async with _Given(request) as request``: a request with no turn to hold."""
+
+    __slots__ = ("_request",)
+
+    def __init__(self, request: ChatClientRequest) -> None:
+        self._request = request
+
+    async def __aenter__(self) -> ChatClientRequest:
+        return self._request
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        return None
+
+
 @dataclass(frozen=True, slots=True)
 class ResponseEntity(Generic[T]):
     """The answer parsed into a type, beside the ``ChatResponse`` of the same request (usage,
@@ -522,29 +565,37 @@ class ResponseEntity(Generic[T]):
 class AsyncCallResponseSpec:
     """The result of ``acall()``: the request runs once, on the first awaited accessor."""
 
+    __slots__ = ("_result", "_running", "_spec")
+
     def __init__(self, spec: ChatClientRequestSpec) -> None:
         self._spec = spec
         self._result: ChatClientResponse | None = None
-        self._lock = asyncio.Lock()  # accessors awaited together still make one request
+        self._running: asyncio.Future[None] | None = None
+        """Done when the request that runs now ends: accessors awaited together make one request
+        (one that failed is made again by the next accessor, as a lock would have it)."""
 
     async def chat_client_response(self) -> ChatClientResponse:
         """The response with the request context the advisors left."""
-        if self._result is None:
-            async with self._lock:
-                if self._result is None:
-                    self._result = await self._spec._build().call(self._spec._client.model)
+        while self._result is None:
+            running = self._running
+            if running is not None:
+                await asyncio.shield(running)  # a waiter cancelled leaves the others waiting
+                continue
+            running = self._running = asyncio.get_running_loop().create_future()
+            try:
+                self._result = await self._spec._build().call(self._spec._client.model)
+            finally:
+                self._running = None
+                running.set_result(None)
         return self._result
 
     async def chat_response(self) -> ChatResponse:
         """The model's (final) response."""
-        response = (await self.chat_client_response()).chat_response
-        if response is None:
-            raise ChainConfigurationError("the advisor chain returned no chat response")
-        return response
+        return _chat_response_of(await self.chat_client_response())
 
     async def content(self) -> str | None:
         """The first generation's text."""
-        return (await self.chat_response()).text
+        return _chat_response_of(await self.chat_client_response()).text
 
     @overload
     async def entity(
@@ -591,6 +642,13 @@ class AsyncCallResponseSpec:
         if chat is None:
             raise ChainConfigurationError("the advisor chain returned no chat response")
         return ResponseEntity(chat, converter.parse(chat.text))
+
+
+def _chat_response_of(response: ChatClientResponse) -> ChatResponse:
+    chat = response.chat_response
+    if chat is None:
+        raise ChainConfigurationError("the advisor chain returned no chat response")
+    return chat
 
 
 class CallResponseSpec:

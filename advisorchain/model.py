@@ -357,46 +357,99 @@ class ChatClientMessageAggregator:
 
     @staticmethod
     def aggregate(chunks: Iterable[ChatResponse]) -> ChatResponse:
-        texts: list[str] = []
-        calls: list[ToolCall] = []
-        metadata: dict[str, Any] = {}
-        gen_finish: str | None = None
-        rid = model = finish = provider = None
-        usage: Usage | None = None
+        aggregation = StreamAggregation()
         for chunk in chunks:
-            if chunk.generations:
-                first = chunk.generations[0]
-                out = first.output
-                if out.text is not None:
-                    texts.append(out.text)
-                calls.extend(out.tool_calls)
-                if out.metadata:
-                    metadata.update(out.metadata)
-                gen_finish = first.finish_reason or gen_finish
-            meta = chunk.metadata
-            rid = meta.id or rid
-            model = meta.model or model
-            usage = meta.usage or usage
-            finish = meta.finish_reason or finish
-            provider = meta.provider or provider
-        message = AssistantMessage("".join(texts) if texts else None, tuple(calls), metadata)
-        return ChatResponse(
-            (Generation(message, gen_finish or finish),),
-            ChatResponseMetadata(rid, model, usage, finish or gen_finish, provider),
-        )
+            aggregation.add(chunk)
+        return aggregation.response()
 
     @staticmethod
     def aggregate_responses(chunks: Iterable[ChatClientResponse]) -> ChatClientResponse:
         """The chunks' responses aggregated (as ``aggregate``), their contexts merged in order."""
-        responses: list[ChatResponse] = []
-        context: dict[str, Any] = {}
-        merged: Mapping[str, Any] | None = None
+        aggregation = StreamAggregation()
         for chunk in chunks:
-            if chunk.chat_response is not None:
-                responses.append(chunk.chat_response)
-            if chunk.context is not merged:  # the chunks of one answer usually share one context
-                merged = chunk.context
-                context.update(merged)
-        return ChatClientResponse(
-            ChatClientMessageAggregator.aggregate(responses) if responses else None, context
+            aggregation.add_client(chunk)
+        return aggregation.client_response()
+
+
+class StreamAggregation:
+    """``ChatClientMessageAggregator``'s rule taken one chunk at a time, so that a stream's chunks
+    need not be kept until its end: ``add`` (or ``add_client``) each chunk, then ``response()``
+    (or ``client_response()``). The one home of the rule: both aggregators run through it."""
+
+    __slots__ = (
+        "_calls",
+        "_context",
+        "_finish",
+        "_gen_finish",
+        "_id",
+        "_merged",
+        "_metadata",
+        "_model",
+        "_provider",
+        "_responses",
+        "_texts",
+        "_usage",
+    )
+
+    def __init__(self) -> None:
+        self._texts: list[str] = []
+        self._calls: list[ToolCall] = []
+        self._metadata: dict[str, Any] = {}
+        self._gen_finish: str | None = None
+        self._id: str | None = None
+        self._model: str | None = None
+        self._usage: Usage | None = None
+        self._finish: str | None = None
+        self._provider: str | None = None
+        self._context: dict[str, Any] = {}
+        self._merged: Mapping[str, Any] | None = None
+        self._responses = 0
+
+    def add(self, chunk: ChatResponse) -> None:
+        """Take in one chunk's response."""
+        if chunk.generations:
+            first = chunk.generations[0]
+            out = first.output
+            if out.text is not None:
+                self._texts.append(out.text)
+            if out.tool_calls:
+                self._calls.extend(out.tool_calls)
+            if out.metadata:
+                self._metadata.update(out.metadata)
+            if first.finish_reason:
+                self._gen_finish = first.finish_reason
+        meta = chunk.metadata
+        if meta.id:
+            self._id = meta.id
+        if meta.model:
+            self._model = meta.model
+        if meta.usage:
+            self._usage = meta.usage
+        if meta.finish_reason:
+            self._finish = meta.finish_reason
+        if meta.provider:
+            self._provider = meta.provider
+        self._responses += 1
+
+    def add_client(self, chunk: ChatClientResponse) -> None:
+        """Take in one chunk: its response, and its context (merged in order)."""
+        if chunk.chat_response is not None:
+            self.add(chunk.chat_response)
+        if chunk.context is not self._merged:  # the chunks of one answer usually share one context
+            self._merged = chunk.context
+            self._context.update(self._merged)
+
+    def response(self) -> ChatResponse:
+        """The chunks taken so far, as one response."""
+        texts = self._texts
+        message = AssistantMessage("".join(texts) if texts else None, tuple(self._calls), self._metadata)
+        finish, gen_finish = self._finish, self._gen_finish
+        return ChatResponse(
+            (Generation(message, gen_finish or finish),),
+            ChatResponseMetadata(self._id, self._model, self._usage, finish or gen_finish, self._provider),
         )
+
+    def client_response(self) -> ChatClientResponse:
+        """The chunks taken so far, as one response with their merged context (no response when
+        no chunk had one)."""
+        return ChatClientResponse(self.response() if self._responses else None, self._context)

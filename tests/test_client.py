@@ -432,3 +432,62 @@ def test_ctrl_c_during_a_sync_stream_cancels_the_running_tool() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "['checking', 'tool cancelled', 'interrupted, context=None']"
+
+
+# -- one request per acall(), whatever its accessors do ---------------------------------------------
+
+
+async def test_accessors_awaited_together_make_one_request() -> None:
+    release = asyncio.Event()
+
+    async def answer(prompt: Prompt) -> str:
+        await release.wait()
+        return "Paris."
+
+    model = FunctionChatModel(answer)
+    spec = _client(model).prompt("Capital of France?").acall()
+    waiting = asyncio.gather(spec.content(), spec.chat_response(), spec.chat_client_response())
+    await asyncio.sleep(0)
+    release.set()
+    text, chat, client_response = await waiting
+    assert (text, chat.text, client_response.chat_response) == ("Paris.", "Paris.", chat)
+    assert len(model.prompts) == 1
+
+
+async def test_after_a_failed_request_the_next_accessor_makes_it_again() -> None:
+    answers: list[str | BaseException] = [RuntimeError("provider down"), "Paris."]
+
+    async def answer(prompt: Prompt) -> str:
+        await asyncio.sleep(0)
+        reply = answers.pop(0)
+        if isinstance(reply, BaseException):
+            raise reply
+        return reply
+
+    model = FunctionChatModel(answer)
+    spec = _client(model).prompt("Capital of France?").acall()
+    first, second = await asyncio.gather(spec.content(), spec.content(), return_exceptions=True)
+    assert isinstance(first, RuntimeError)
+    assert second == "Paris."
+    assert await spec.content() == "Paris."
+    assert len(model.prompts) == 2
+
+
+async def test_a_cancelled_accessor_leaves_the_request_to_the_others() -> None:
+    release = asyncio.Event()
+
+    async def answer(prompt: Prompt) -> str:
+        await release.wait()
+        return "Paris."
+
+    model = FunctionChatModel(answer)
+    spec = _client(model).prompt("Capital of France?").acall()
+    running = asyncio.ensure_future(spec.content())
+    waiter = asyncio.ensure_future(spec.content())
+    await asyncio.sleep(0)
+    waiter.cancel()
+    await asyncio.sleep(0)
+    release.set()
+    assert await running == "Paris."
+    assert waiter.cancelled()
+    assert len(model.prompts) == 1

@@ -37,6 +37,8 @@ __all__ = [
     "Pending",
     "decide_round",
     "given_decisions",
+    "has_decisions_to_make",
+    "may_be_waiting",
     "merged_result",
     "round_to_run",
     "waiting_response",
@@ -63,6 +65,34 @@ def given_decisions(request: ChatClientRequest) -> dict[str, Decision] | None:
     """The request's ``tool_approvals`` (by call id), or None when it gives none."""
     given = request.context.get(AdvisorParams.TOOL_APPROVALS)
     return None if given is None else as_decisions(given)
+
+
+def has_decisions_to_make(prompt: Prompt, chat: ChatResponse, given: Mapping[str, Decision] | None) -> bool:
+    """Whether ``decide_round`` has anything to decide: decisions were given, or a call of the
+    round is of a tool that requires approval (else the round runs as the model sent it)."""
+    if given:
+        return True
+    message = tool_call_message(chat)
+    if message is None:
+        return False
+    options = prompt.options
+    if options is None or not options.tool_registry:
+        return False
+    registry = options.tool_registry
+    return any(requires_approval(registry.get(c.name)) for c in message.tool_calls)
+
+
+def may_be_waiting(request: ChatClientRequest) -> bool:
+    """False when ``waiting_round`` cannot find a round that waits (no decisions given, the prompt
+    does not end with a tool-call message, and it has a user message): the common request,
+    answered without the walk."""
+    if AdvisorParams.TOOL_APPROVALS in request.context:
+        return True
+    instructions = request.prompt.instructions
+    last = instructions[-1] if instructions else None
+    if isinstance(last, AssistantMessage) and last.tool_calls:
+        return True
+    return request.prompt.last_user_message is None
 
 
 async def decide_round(

@@ -397,6 +397,10 @@ def _with_unique_call_ids(response: ChatResponse, seen: set[str]) -> ChatRespons
     so far): a repeated id gets a ``_2``, ``_3``... suffix. Providers have been seen repeating ids
     (or sending none); two calls under one id would be answered under one id, and the provider
     could not tell their results apart."""
+    ids = [call.id for generation in response.generations for call in generation.output.tool_calls]
+    if len(set(ids)) == len(ids) and seen.isdisjoint(ids):  # the usual answer: nothing to rename
+        seen.update(ids)
+        return response
     generations = []
     changed = False
     for generation in response.generations:
@@ -538,6 +542,8 @@ def assemble_advisors(
     and none given, ``tool_advisor_factory(conversation_history_enabled)`` makes one — with the
     history off when a ``MemoryAdvisor`` sits inside the loop (it supplies the history).
     """
+    if not defaults and not requested:  # the common request: the tool loop alone, or nothing
+        return (tool_advisor_factory(True),) if auto_register else ()
     advisors: list[Advisor] = [*defaults, *requested]
     seen: set[int] = set()
     for advisor in advisors:

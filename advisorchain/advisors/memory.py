@@ -30,7 +30,7 @@ from .chain import CallAdvisorChain, StreamAdvisorChain
 from .history import HistoryReplacement, replace_history, replacements_in
 from .vocabulary import APPROVAL_REQUIRED, MEMORY_ORDER, AdvisorParams, MemoryAdvisor, check_order
 
-__all__ = ["MessageChatMemoryAdvisor", "conversation_turns"]
+__all__ = ["MessageChatMemoryAdvisor", "conversation_turns", "holds_turns"]
 
 
 class MessageChatMemoryAdvisor(MemoryAdvisor):
@@ -234,6 +234,12 @@ class MessageChatMemoryAdvisor(MemoryAdvisor):
     def _budget(self) -> int | None:
         size = getattr(self.chat_memory, "max_messages", None)
         return size if isinstance(size, int) and not isinstance(size, bool) and size > 0 else None
+
+
+def holds_turns(advisors: Sequence[object]) -> bool:
+    """True when ``conversation_turns`` has turns to hold for a chain of ``advisors`` (a memory
+    advisor among them): without one, a request runs as it is."""
+    return any(isinstance(a, MessageChatMemoryAdvisor) for a in advisors)
 
 
 @asynccontextmanager

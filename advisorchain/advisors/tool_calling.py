@@ -26,13 +26,13 @@ from ..errors import (
 )
 from ..messages import AssistantMessage, Message, ToolCall, ToolResponseMessage
 from ..model import (
-    ChatClientMessageAggregator,
     ChatClientRequest,
     ChatClientResponse,
     ChatResponse,
     FinishReason,
     Generation,
     Prompt,
+    StreamAggregation,
     Usage,
     with_total_usage,
 )
@@ -120,7 +120,11 @@ class ToolCallingAdvisor(ToolAdvisor):
         request = await self._initialize(request, chain)
         inner, loop = chain.copy(self), _Loop(meter=run_meter(chain))
         try:
-            resumed = await self._resume(loop, request, inner.call_advisors)
+            resumed = (
+                await self._resume(loop, request, inner.call_advisors)
+                if approval.may_be_waiting(request)
+                else None
+            )
             if isinstance(resumed, _Stop):
                 return await self._finalize(resumed.response, chain)
             request = resumed or request
@@ -140,7 +144,11 @@ class ToolCallingAdvisor(ToolAdvisor):
         request = await self._initialize(request, chain)
         inner, loop = chain.copy(self), _Loop(meter=run_meter(chain))
         try:
-            resumed = await self._resume(loop, request, inner.stream_advisors)
+            resumed = (
+                await self._resume(loop, request, inner.stream_advisors)
+                if approval.may_be_waiting(request)
+                else None
+            )
         except UsageLimitExceeded as exc:
             resumed = _usage_stop(exc, loop, request)
         if isinstance(resumed, _Stop):
@@ -151,16 +159,17 @@ class ToolCallingAdvisor(ToolAdvisor):
         try:
             while True:
                 request = await self._round_request(request, chain, loop)
-                chunks: list[ChatClientResponse] = []
+                # The round's answer is aggregated as it streams: its chunks are not kept (they go out).
+                aggregation = StreamAggregation()
                 held: list[ChatClientResponse] = []  # chunks with tool calls or a finish reason
                 async with closing(inner.next_stream(request)) as stream:
                     async for chunk in stream:
-                        chunks.append(chunk)
+                        aggregation.add_client(chunk)
                         if _decides_the_round(chunk):
                             held.append(chunk)
                         else:
                             yield chunk  # text streams live
-                aggregated = ChatClientMessageAggregator.aggregate_responses(chunks)
+                aggregated = aggregation.client_response()
                 step = await self._after_round(loop, request, await self._after_call(aggregated, chain))
                 if isinstance(step, ChatClientRequest):
                     for chunk in held:  # a round that asked for tools: only its text goes out
@@ -213,7 +222,9 @@ class ToolCallingAdvisor(ToolAdvisor):
             )
         self._check_iterations(loop, chat)
         prompt = self._manager_prompt(loop, request)
-        decided = await approval.decide_round(self.tool_calling_manager, prompt, chat)
+        decided = None
+        if approval.has_decisions_to_make(prompt, chat, None):
+            decided = await approval.decide_round(self.tool_calling_manager, prompt, chat)
         if isinstance(decided, approval.Pending):
             return self._waiting(loop, response, chat, decided, prompt.instructions)
         return await self._execute(loop, request, response, chat, prompt, decided)
@@ -255,15 +266,26 @@ class ToolCallingAdvisor(ToolAdvisor):
                 dataclasses.replace(chat.metadata, finish_reason=ToolExecutionResult.FINISH_REASON),
             )
             return _Stop(with_total_usage(response, loop.usages, direct), synthetic=True)
-        messages = await self.do_get_next_instructions_for_tool_call(request, response, result)
-        if not isinstance(messages, Sequence):
-            raise ChainConfigurationError(
-                f"advisor {self.name!r} returned {messages!r} from do_get_next_instructions_for_tool_call; "
-                "return the list of messages for the next round"
-            )
         context = {**request.context, **response.context}
         context.pop(AdvisorParams.HISTORY_REPLACEMENTS, None)  # applied once, in this round
-        return request.copy(prompt=request.prompt.copy(instructions=tuple(messages)), context=context)
+        instructions = await self._next_instructions(request, response, result)
+        return request.copy(prompt=request.prompt.copy(instructions=instructions), context=context)
+
+    async def _next_instructions(
+        self, request: ChatClientRequest, response: ChatClientResponse, result: ToolExecutionResult
+    ) -> tuple[Message, ...]:
+        """The next round's messages (``do_get_next_instructions_for_tool_call``, checked); the
+        full history as it is when the hook is the base one and the history is on."""
+        hook = "do_get_next_instructions_for_tool_call"
+        if self.conversation_history_enabled and not _overrides(type(self), hook):
+            return result.conversation_history
+        messages = await self.do_get_next_instructions_for_tool_call(request, response, result)
+        if type(messages) is not list and not isinstance(messages, Sequence):
+            raise ChainConfigurationError(
+                f"advisor {self.name!r} returned {messages!r} from {hook}; "
+                "return the list of messages for the next round"
+            )
+        return tuple(messages)
 
     async def _run_round(
         self, prompt: Prompt, chat: ChatResponse, decisions: Mapping[str, Decision] | None
@@ -376,13 +398,16 @@ class ToolCallingAdvisor(ToolAdvisor):
         if request is None or chain is None:
             missing = "request" if request is None else "chain"
             raise ChainConfigurationError(f"{self.name!r} was given no {missing}; it must not be None")
+        if not _overrides(type(self), "do_initialize_loop"):
+            return request
         return checked_request(await self.do_initialize_loop(request, chain), self, "do_initialize_loop")
 
     async def _round_request(
         self, request: ChatClientRequest, chain: CallAdvisorChain | StreamAdvisorChain, loop: _Loop
     ) -> ChatClientRequest:
         """The round's request after ``do_before_call``, its context naming the round."""
-        request = checked_request(await self.do_before_call(request, chain), self, "do_before_call")
+        if _overrides(type(self), "do_before_call"):
+            request = checked_request(await self.do_before_call(request, chain), self, "do_before_call")
         return request.copy(
             context={**request.context, AdvisorParams.TOOL_LOOP_ITERATION: loop.iteration + 1}
         )
@@ -390,11 +415,15 @@ class ToolCallingAdvisor(ToolAdvisor):
     async def _after_call(
         self, response: ChatClientResponse, chain: CallAdvisorChain | StreamAdvisorChain
     ) -> ChatClientResponse:
+        if not _overrides(type(self), "do_after_call"):
+            return response
         return checked_response(await self.do_after_call(response, chain), self, "do_after_call")
 
     async def _finalize(
         self, response: ChatClientResponse, chain: CallAdvisorChain | StreamAdvisorChain
     ) -> ChatClientResponse:
+        if not _overrides(type(self), "do_finalize_loop"):
+            return response
         return checked_response(await self.do_finalize_loop(response, chain), self, "do_finalize_loop")
 
     async def do_initialize_loop(
@@ -462,6 +491,13 @@ def _executed_before_limit(error: ToolCallLimitExceeded, handed: int) -> int:
     return max(0, min(handed, len(last.responses) - skipped))
 
 
+def _overrides(cls: type, hook: str) -> bool:
+    """True when ``cls`` overrides the ``hook`` of ToolCallingAdvisor: the base hooks change
+    nothing, so a loop that keeps them skips their await (a few per round). Looked up each time
+    (two class attribute reads), so a hook patched onto a class later is seen."""
+    return getattr(cls, hook) is not getattr(ToolCallingAdvisor, hook)
+
+
 def _with_replacements(
     loop: _Loop, request: ChatClientRequest, response: ChatClientResponse
 ) -> ChatClientRequest:
@@ -484,7 +520,14 @@ def _with_replacements(
 def _decides_the_round(chunk: ChatClientResponse) -> bool:
     """A chunk with tool calls or a finish reason waits until the round's fate is known."""
     chat = chunk.chat_response
-    return chat is not None and (chat.has_tool_calls() or chat.finish_reason is not None)
+    if chat is None:
+        return False
+    generations = chat.generations
+    if len(generations) == 1:  # a text delta, mostly: read once per streamed chunk
+        first = generations[0]
+        finished = chat.metadata.finish_reason is not None or first.finish_reason is not None
+        return finished or bool(first.output.tool_calls)
+    return chat.has_tool_calls() or chat.finish_reason is not None
 
 
 def _text_only(chunk: ChatClientResponse) -> ChatClientResponse | None:

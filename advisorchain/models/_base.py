@@ -13,7 +13,7 @@ ends before the provider said it was complete.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
 from functools import partial
 from typing import Any, ClassVar, Protocol
 from urllib.parse import urlsplit
@@ -37,7 +37,7 @@ class StreamAssembly(Protocol):
     def done(self) -> bool:
         """True once the provider's end-of-answer marker came: nothing more is read."""
 
-    def feed_events(self, events: list[tuple[str, object]]) -> list[str]:
+    def feed_events(self, events: Iterable[tuple[str, object]]) -> list[str]:
         """Take in decoded events — (event name, parsed JSON or ``sse.DONE``) — in order, up to
         the end marker; return their text deltas. An error event raises its ModelError."""
 
@@ -114,7 +114,11 @@ class HttpChatModel(ABC):
     # -- the skeleton ----------------------------------------------------------------------------
 
     async def _path(self) -> HttpPath:
-        path: HttpPath = await self._clients.current_companion()
+        """The running loop's HTTP path (made on the loop's first request), once the request guard
+        let the request through. Awaited only for a loop's first request: the rest find it at once."""
+        path: HttpPath | None = self._clients.ready_companion()
+        if path is None:
+            path = await self._clients.current_companion()
         check_request_allowed(self.provider, path.client)
         return path
 
@@ -166,13 +170,11 @@ class HttpChatModel(ABC):
             # Each read's events are decoded at once, in this loop: a delta costs no generator
             # hop of its own between the socket and the caller.
             async for block in reply.chunks():
-                events = decoder.feed(block)
-                if events:
-                    for text in assembly.feed_events(events):
-                        yield assembly.text_chunk(text)
-                    if assembly.done:
-                        await reply.finish()
-                        break
+                for text in assembly.feed_events(decoder.feed(block)):
+                    yield assembly.text_chunk(text)
+                if assembly.done:
+                    await reply.finish()
+                    break
             else:
                 for text in assembly.feed_events(decoder.close()):
                     yield assembly.text_chunk(text)

@@ -102,9 +102,16 @@ def layer_params(*layers: Mapping[str, Any]) -> dict[str, Any]:
     and ``tools`` lists are joined (provider tools given in ``extra`` join the request's tools)."""
     params: dict[str, Any] = {}
     for layer in layers:
+        if not layer:
+            continue
+        if not params:  # the first layer is taken as it is (a copy), in C
+            params.update(layer)
+            continue
         for key, value in layer.items():
             old = params.get(key)
-            if isinstance(old, Mapping) and isinstance(value, Mapping):
+            if old is None:  # most keys: nothing under them yet
+                params[key] = value
+            elif isinstance(old, Mapping) and isinstance(value, Mapping):
                 params[key] = {**old, **value}
             elif key == "tools" and isinstance(old, list) and isinstance(value, list | tuple):
                 params[key] = [*old, *value]
@@ -120,10 +127,13 @@ def request_params(
     fields and ``ChatOptions.extra``, layered in that order (``layer_params``); ``stream`` is the
     adapter's to set and a ``None`` value removes a field."""
     options = prompt.options
-    extra = options.extra if options is not None else {}
+    extra = options.extra if options is not None else _EMPTY
     params = layer_params(base, defaults, request, extra)
     params.pop("stream", None)
-    return {k: v for k, v in params.items() if v is not None}
+    for value in params.values():
+        if value is None:
+            return {k: v for k, v in params.items() if v is not None}
+    return params
 
 
 def schema_name(schema: Mapping[str, Any]) -> str:
@@ -135,7 +145,10 @@ def schema_name(schema: Mapping[str, Any]) -> str:
 
 
 def split_sdk_options(params: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Split layered parameters into (JSON body fields, SDK request options)."""
+    """Split layered parameters into (JSON body fields, SDK request options); ``params`` itself is
+    the body when it holds no SDK option (most requests)."""
+    if SDK_OPTION_KEYS.isdisjoint(params):
+        return params, {}
     body = {k: v for k, v in params.items() if k not in SDK_OPTION_KEYS}
     options = {k: v for k, v in params.items() if k in SDK_OPTION_KEYS}
     return body, options

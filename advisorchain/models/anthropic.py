@@ -22,7 +22,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +35,7 @@ try:
 except ImportError as _exc:
     raise missing_extra(__name__, "anthropic", _exc) from _exc
 
+from .._built import text_delta
 from .._checks import check_int
 from ..errors import ModelError, UnsupportedRequestError
 from ..messages import (
@@ -394,7 +395,7 @@ class StreamAssembler:
         """True once ``message_stop`` came: nothing more is read."""
         return self.stopped
 
-    def feed_events(self, events: list[tuple[str, object]]) -> list[str]:
+    def feed_events(self, events: Iterable[tuple[str, object]]) -> list[str]:
         """Take in decoded events in order, up to ``message_stop``; their text deltas. An error
         event raises its ModelError (with the status its error type stands for)."""
         texts: list[str] = []
@@ -469,7 +470,7 @@ class StreamAssembler:
 
     def text_chunk(self, text: str) -> ChatResponse:
         """A chunk carrying one text delta."""
-        return ChatResponse((Generation(AssistantMessage(text)),), self._metadata(None, None))
+        return text_delta(text, self._metadata(None, None))
 
     def final(self) -> ChatResponse:
         """The last chunk: whole tool calls, finish reason, usage, and the blocks to replay."""

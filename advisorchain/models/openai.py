@@ -17,11 +17,13 @@ for an answer the server marked complete: a stream that ends with neither a ``fi
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from .._built import answer, text_delta, tool_call
+from .._tool_types import ToolDefinition
 from ..errors import ModelError
 from ..messages import (
     AssistantMessage,
@@ -48,7 +50,7 @@ from ._common import (
 )
 from ._http.failures import incomplete_answer, model_error, not_an_object
 from ._http.sse import DONE as _DONE
-from ._http.wire import HISTORY, WireCache, history_body
+from ._http.wire import HISTORY, DefinitionsWire, WireCache, history_body
 from ._media import openai_chat_parts, tool_media, tool_media_heading
 from ._openai_client import BEARER_AUTH, client_for, require_sdk
 
@@ -101,6 +103,7 @@ class OpenAIChatModel(HttpChatModel):
         self._connect(client_for(type(self).__name__, model, client, base_url, api_key, max_retries))
         self._wire = WireCache(partial(_wire_message, replay_reasoning=replay_reasoning))
         self._wire_replays = replay_reasoning
+        self._tools_wire = DefinitionsWire(_tool_params)
 
     def __repr__(self) -> str:
         return f"OpenAIChatModel({self.model_name!r}, provider={self.provider!r})"
@@ -116,7 +119,7 @@ class OpenAIChatModel(HttpChatModel):
 
     def request_body(self, prompt: Prompt, *, stream: bool = False) -> dict[str, Any]:
         """The JSON body this model sends for ``prompt`` (SDK options such as headers left out)."""
-        body, _ = split_sdk_options(self._params(prompt, stream))
+        body, _ = split_sdk_options(self._params(prompt, stream, spliced=False))
         if body.get("messages") is HISTORY:
             body["messages"] = to_openai_messages(prompt.instructions, replay_reasoning=self.replay_reasoning)
         return {**body, "stream": stream}
@@ -128,17 +131,21 @@ class OpenAIChatModel(HttpChatModel):
             self._wire_replays = self.replay_reasoning
         return self._wire
 
-    def _params(self, prompt: Prompt, stream: bool) -> dict[str, Any]:
+    def _params(self, prompt: Prompt, stream: bool, *, spliced: bool = True) -> dict[str, Any]:
         """The request's fields, layered; ``messages`` is ``HISTORY`` (the prompt's messages, to
-        be serialized by the wire cache) unless a layer set it."""
+        be serialized by the wire cache) unless a layer set it. With ``spliced``, the tools are
+        their JSON serialized once (``DefinitionsWire``), unless a layer adds tools of its own."""
         base: dict[str, Any] = {"model": self.model_name, "messages": HISTORY}
         if stream:
             base["stream_options"] = {"include_usage": True}
-        request: dict[str, Any] = option_params(prompt, max_tokens_key="max_tokens", stop_key="stop")
-        tools = [_tool_param(d.name, d.description, d.input_schema) for d in tool_definitions(prompt.options)]
-        if tools:
-            request["tools"] = tools
         options = prompt.options
+        request: dict[str, Any] = option_params(prompt, max_tokens_key="max_tokens", stop_key="stop")
+        definitions = tool_definitions(options)
+        if definitions:
+            joined = "tools" in self.defaults or (options is not None and "tools" in options.extra)
+            request["tools"] = (
+                self._tools_wire.spliced(definitions) if spliced and not joined else _tool_params(definitions)
+            )
         if options is not None and options.output_schema is not None:
             request["response_format"] = _response_format(options.output_schema)
         return request_params(base, self.defaults, request, prompt)
@@ -174,6 +181,10 @@ def _stream_error(data: object, provider: str) -> ModelError:
 
 def _tool_param(name: str, description: str, schema: Mapping[str, Any]) -> dict[str, Any]:
     return {"type": "function", "function": {"name": name, "description": description, "parameters": schema}}
+
+
+def _tool_params(definitions: Sequence[ToolDefinition]) -> list[dict[str, Any]]:
+    return [_tool_param(d.name, d.description, d.input_schema) for d in definitions]
 
 
 def _response_format(schema: Mapping[str, Any]) -> dict[str, Any]:
@@ -269,8 +280,9 @@ def _generation(choice: Mapping[str, Any]) -> Generation:
     refusal = as_str(message.get("refusal"))
     if refusal:
         metadata["refusal"] = refusal
-    output = AssistantMessage(_content_text(message.get("content")), calls, metadata)
-    return Generation(output, finish_reason_or_default(as_str(choice.get("finish_reason")), bool(calls)))
+    finish = finish_reason_or_default(as_str(choice.get("finish_reason")), bool(calls))
+    # A fresh metadata dict and a tuple of calls: built as the constructors would build them.
+    return answer(_content_text(message.get("content")), calls, metadata, finish)
 
 
 def _content_text(content: object) -> str | None:
@@ -289,7 +301,7 @@ def _tool_call(call: Mapping[str, Any]) -> ToolCall:
     else:
         function = read_dict(call.get("function"))
         name, arguments = as_str(function.get("name")), as_str(function.get("arguments"))
-    return ToolCall(as_str(call.get("id")) or new_tool_call_id(), name or "", arguments or "")
+    return tool_call(as_str(call.get("id")) or new_tool_call_id(), name or "", arguments or "")
 
 
 def _reasoning_metadata(message: Mapping[str, Any]) -> dict[str, Any]:
@@ -349,7 +361,7 @@ class StreamAssembler:
     """Where the stream comes from (named in its errors)."""
     _text_metadata: ChatResponseMetadata | None = field(default=None, repr=False, compare=False)
 
-    def feed_events(self, events: list[tuple[str, object]]) -> list[str]:
+    def feed_events(self, events: Iterable[tuple[str, object]]) -> list[str]:
         """Take in decoded events in order (none after ``[DONE]``); their text deltas. An error
         event, or a chunk carrying an ``error``, raises its ModelError."""
         texts: list[str] = []
@@ -373,11 +385,14 @@ class StreamAssembler:
         # Once per delta: read in place, copy nothing (the chunk is this stream's own parsed JSON).
         if self.id is None:
             self.id = as_str(chunk.get("id")) or None
+            self._text_metadata = None
         if self.model is None:
             self.model = as_str(chunk.get("model")) or None
+            self._text_metadata = None
         usage = chunk.get("usage")
         if usage:
             self.usage = parse_usage(usage) or self.usage
+            self._text_metadata = None
         choices = chunk.get("choices")
         if not choices or not isinstance(choices, list | tuple):
             return None
@@ -440,14 +455,12 @@ class StreamAssembler:
 
     def text_chunk(self, text: str) -> ChatResponse:
         """A chunk carrying one text delta."""
-        metadata = self._text_metadata  # one object for the deltas that share it (it is frozen)
-        if metadata is None or (metadata.id, metadata.model, metadata.usage) != (
-            self.id,
-            self.model,
-            self.usage,
-        ):
+        # One metadata object for the deltas that share it (it is frozen); ``feed`` forgets it
+        # when the id, model or usage it holds changes.
+        metadata = self._text_metadata
+        if metadata is None:
             metadata = self._text_metadata = self._metadata(None)
-        return ChatResponse((Generation(AssistantMessage(text)),), metadata)
+        return text_delta(text, metadata)
 
     def final(self) -> ChatResponse:
         """The last chunk: whole tool calls, finish reason, usage, reasoning metadata."""

@@ -23,10 +23,11 @@ Importable from ``advisorchain.models.openai`` too. The mapping:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .._built import text_delta
 from ..errors import IncompleteAnswerError, ModelError, UnsupportedRequestError
 from ..messages import (
     AssistantMessage,
@@ -379,7 +380,7 @@ class ResponsesStreamAssembler:
     items: dict[int, dict[str, Any]] = field(default_factory=dict)
     arguments: dict[int, list[str]] = field(default_factory=dict)
 
-    def feed_events(self, events: list[tuple[str, object]]) -> list[str]:
+    def feed_events(self, events: Iterable[tuple[str, object]]) -> list[str]:
         """Take in decoded events in order, up to ``response.completed`` (or ``[DONE]``); their
         text deltas. An error event raises its ModelError."""
         texts: list[str] = []
@@ -446,7 +447,7 @@ class ResponsesStreamAssembler:
 
     def text_chunk(self, text: str) -> ChatResponse:
         """A chunk carrying one text delta."""
-        return ChatResponse((Generation(AssistantMessage(text)),), self._metadata(None, None))
+        return text_delta(text, self._metadata(None, None))
 
     def complete(self) -> ChatResponse:
         """The last chunk (``final``): an IncompleteAnswerError unless ``response.completed`` came."""

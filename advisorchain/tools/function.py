@@ -225,9 +225,15 @@ def tool_callbacks(*objs: object) -> list[ToolCallback]:
     """Turn functions, objects with ``@tool`` methods (or a ``tool_callbacks()`` method),
     ToolCallbacks, ToolCallbackProviders, and lists of these into one list of ToolCallbacks;
     duplicate names raise ChainConfigurationError (a ValueError)."""
-    result = [callback for obj in objs for callback in _callbacks_of(obj)]
+    result = unchecked_tool_callbacks(*objs)
     ToolRegistry(result)  # the one uniqueness check
     return result
+
+
+def unchecked_tool_callbacks(*objs: object) -> list[ToolCallback]:
+    """``tool_callbacks`` without the check of unique names, for a caller whose ``ToolRegistry``
+    (a request's ``ChatOptions``) checks them anyway."""
+    return [callback for obj in objs for callback in _callbacks_of(obj)]
 
 
 def _callbacks_of(obj: object) -> list[ToolCallback]:

@@ -219,27 +219,34 @@ class ToolCallingManager:
     async def _run_all(
         self, calls: Sequence[ToolCall], callbacks: ToolRegistry, context: Mapping[str, Any]
     ) -> list[_Outcome]:
+        # Untraced, a call runs without a span to open (decided once per round).
+        run = self._run_traced if obs.tracing_enabled() else self._run_one
         if not self.parallel or len(calls) < 2:
-            return [await self._run_one(call, callbacks, context) for call in calls]
-        return await _gather_or_cancel([self._run_one(call, callbacks, context) for call in calls])
+            return [await run(call, callbacks, context) for call in calls]
+        return await _gather_or_cancel([run(call, callbacks, context) for call in calls])
 
-    async def _run_one(self, call: ToolCall, callbacks: ToolRegistry, context: Mapping[str, Any]) -> _Outcome:
+    async def _run_traced(
+        self, call: ToolCall, callbacks: ToolRegistry, context: Mapping[str, Any]
+    ) -> _Outcome:
         with obs.span(f"execute_tool {call.name}", obs.tool_span_attributes(call.name, call.id)) as s:
-            callback = callbacks.get(call.name)
-            try:
-                tool_context = ToolContext(context, tool_call_id=call.id)
-                text = await self._invoke(call, callback, callbacks, tool_context)
-            except _ToolFailure as failure:
-                cause = failure.__cause__
-                if s is not None:
-                    obs.record_failure(s, type(cause or failure).__qualname__, failure.text)
-                if self.raise_on_error:
-                    raise ToolExecutionError(
-                        failure.text, tool_name=call.name, tool_call_id=call.id
-                    ) from cause
-                return _Outcome(
-                    ToolResponse(call.id, call.name, f"Error: {failure.text}"), False, failure.malformed
-                )
+            return await self._run_one(call, callbacks, context, s)
+
+    async def _run_one(
+        self, call: ToolCall, callbacks: ToolRegistry, context: Mapping[str, Any], s: obs.Span | None = None
+    ) -> _Outcome:
+        callback = callbacks.get(call.name)
+        try:
+            tool_context = ToolContext(context, tool_call_id=call.id)
+            text = await self._invoke(call, callback, callbacks, tool_context)
+        except _ToolFailure as failure:
+            cause = failure.__cause__
+            if s is not None:
+                obs.record_failure(s, type(cause or failure).__qualname__, failure.text)
+            if self.raise_on_error:
+                raise ToolExecutionError(failure.text, tool_name=call.name, tool_call_id=call.id) from cause
+            return _Outcome(
+                ToolResponse(call.id, call.name, f"Error: {failure.text}"), False, failure.malformed
+            )
         direct = callback is not None and callback.metadata.return_direct
         return _Outcome(ToolResponse(call.id, call.name, text, getattr(text, "media", ())), direct)
 
@@ -263,7 +270,7 @@ class ToolCallingManager:
         else:
             pending = callback.call(call.arguments if arguments else "{}", context)
         try:
-            result = await self._with_timeout(pending, call.name)
+            result = await (pending if self.tool_timeout is None else self._with_timeout(pending, call.name))
         except _ToolFailure:
             raise
         except ToolError as exc:  # told to the model as it is (InvalidToolArgumentsError, McpToolError...)
@@ -293,7 +300,8 @@ class ToolCallingManager:
 async def _gather_or_cancel(coros: Sequence[Coroutine[Any, Any, T]]) -> list[T]:
     """Run ``coros`` concurrently, results in order; on any failure or cancellation every task is
     cancelled and awaited, so none is left running."""
-    tasks = [asyncio.ensure_future(c) for c in coros]
+    loop = asyncio.get_running_loop()
+    tasks = [loop.create_task(c) for c in coros]
     try:
         return list(await asyncio.gather(*tasks))
     except BaseException:

@@ -14,6 +14,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from pydantic.errors import PydanticUserError
 
+from .._json import loads as _loads
 from .._typing import pydantic_compatible
 from .api import InvalidToolArgumentsError, ToolContext
 
@@ -59,13 +60,9 @@ def parse_arguments(arguments: str | None, tool_name: str) -> dict[str, Any]:
     if arguments is None or not arguments.strip():
         return {}
     try:
-        value = json.loads(arguments)
-    except json.JSONDecodeError as exc:
-        raise InvalidToolArgumentsError(
-            f"the arguments of tool {tool_name!r} are not valid JSON ({exc.msg} at line {exc.lineno} "
-            f"column {exc.colno}); send one strict JSON object that matches the tool's input schema: "
-            "keys and strings in double quotes, no trailing commas, no comments, nothing around it"
-        ) from exc
+        value = _loads(arguments)
+    except ValueError:
+        value = _stdlib_read(arguments, tool_name)
     if value is None:
         return {}
     if not isinstance(value, dict):
@@ -85,6 +82,19 @@ def string_argument(arguments: str | None, tool_name: str, key: str) -> str:
             f'tool {tool_name!r} needs a non-empty string {key!r}, got {arguments!r}; send {{"{key}": "..."}}'
         )
     return value
+
+
+def _stdlib_read(arguments: str, tool_name: str) -> Any:
+    """``arguments`` read by the stdlib parser, whose error (message, line, column) is what the
+    model is told when the text is not JSON."""
+    try:
+        return json.loads(arguments)
+    except json.JSONDecodeError as exc:
+        raise InvalidToolArgumentsError(
+            f"the arguments of tool {tool_name!r} are not valid JSON ({exc.msg} at line {exc.lineno} "
+            f"column {exc.colno}); send one strict JSON object that matches the tool's input schema: "
+            "keys and strings in double quotes, no trailing commas, no comments, nothing around it"
+        ) from exc
 
 
 def format_validation_errors(exc: ValidationError) -> str:

@@ -28,13 +28,17 @@ class Implementation:
 FLOOR = Implementation("floor", "floor", "main")
 AIOHTTP_FLOOR = Implementation("aiohttp floor", "aiohttp_floor", "aiohttp")
 """The limit of a Python client (issue 13): a hand-written loop on aiohttp + orjson, no SDK."""
-ADVISORCHAIN = Implementation("advisorchain", "advisorchain_impl", "main")
+ADVISORCHAIN = Implementation("advisorchain", "advisorchain_impl", "advisorchain")
+"""advisorchain as a user of a real model installs it (``advisorchain[openai]``, its own venv)."""
+ADVISORCHAIN_SDK = Implementation("advisorchain (sdk)", "advisorchain_impl", "advisorchain", {"http": "sdk"})
+"""The same install with ``ADVISORCHAIN_HTTP=sdk``: every request on the SDK's own httpx2 stack."""
+SUBJECTS = (ADVISORCHAIN, ADVISORCHAIN_SDK)
 PEERS = (
     Implementation("pydantic-ai", "pydantic_ai_impl", "pydantic-ai"),
     Implementation("langchain", "langchain_impl", "langchain"),
     Implementation("openai-agents", "openai_agents_impl", "openai-agents"),
 )
-MAIN_SET = (FLOOR, AIOHTTP_FLOOR, ADVISORCHAIN, *PEERS)
+MAIN_SET = (FLOOR, AIOHTTP_FLOOR, *SUBJECTS, *PEERS)
 ADVISOR_COUNTS = (0, 3, 10)
 ADVISOR_SET = (
     FLOOR,
@@ -42,7 +46,7 @@ ADVISOR_SET = (
     Implementation(
         "advisorchain +N",
         "advisorchain_impl",
-        "main",
+        "advisorchain",
         variants=tuple((f"advisorchain +{n}", {"advisors": n}) for n in ADVISOR_COUNTS),
     ),
 )

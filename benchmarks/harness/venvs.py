@@ -3,6 +3,7 @@ installed here with pip from PyPI — never project dependencies."""
 
 from __future__ import annotations
 
+import hashlib
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -14,12 +15,18 @@ REPO_DIR = BENCH_DIR.parent
 MAIN_PYTHON = REPO_DIR / ".venv" / "bin" / "python"
 
 PEER_REQUIREMENTS: dict[str, tuple[str, ...]] = {
+    "advisorchain": ("-e", f"{REPO_DIR}[openai]"),
     "pydantic-ai": ("pydantic-ai-slim[openai]>=1.0",),
     "langchain": ("langchain>=1.0", "langchain-openai>=1.0"),
     "openai-agents": ("openai-agents>=0.3",),
     "aiohttp": ("aiohttp>=3.9", "orjson>=3.9"),
 }
-"""What each peer venv gets; the versions that resolved are reported with the results."""
+"""What each benchmark venv gets; the versions that resolved are reported with the results.
+``advisorchain`` is the default install for a real model (``pip install 'advisorchain[openai]'``,
+from this checkout, editable: the code measured is the code here), never the project venv, which
+has every extra."""
+
+_PROJECT_FILE = REPO_DIR / "pyproject.toml"
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +47,8 @@ def ensure_peer(name: str, install: bool, log: Path) -> Environment:
     venv = VENVS_DIR / name
     python = venv / "bin" / "python"
     wanted = "\n".join(requirements)
+    if "-e" in requirements:  # this checkout: installed again when its dependencies change
+        wanted += "\n" + hashlib.sha256(_PROJECT_FILE.read_bytes()).hexdigest()
     if python.exists() and _marker(venv).exists() and _marker(venv).read_text() == wanted:
         return Environment(python)
     if not install:

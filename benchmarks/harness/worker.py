@@ -366,7 +366,7 @@ def _import_s(module: str) -> float:
 
 
 async def _probe_import(module: Any, spec: dict[str, Any], probe: dict[str, Any]) -> dict[str, Any]:
-    subject, reference = "advisorchain.models.openai", "openai"
+    subject, reference = "advisorchain, advisorchain.models.openai", "openai"
     for name in (subject, reference):
         _import_s(name)  # compiles any missing bytecode: not what a user pays on every start
     times: dict[str, list[float]] = {subject: [], reference: []}

@@ -2,7 +2,10 @@
 auto-registered ``ToolCallingAdvisor`` runs the loop. Option ``advisors=N`` adds N pass-through
 advisors inside the loop (each runs once per model call); option ``budget`` — or
 ``ADVISORCHAIN_BENCH_BUDGET=1`` in the environment — gives the client a price for the model and
-every usage limit (far from reached), so every call is priced and checked (§17)."""
+every usage limit (far from reached), so every call is priced and checked (§17); option
+``http="sdk"`` keeps every request on the SDK's own httpx2 stack (``ADVISORCHAIN_HTTP=sdk``), else
+the install's default path is taken — and checked to be the aiohttp path when the cell ends, so a
+default install that lost its fast path fails the cell instead of measuring the wrong thing."""
 
 from __future__ import annotations
 
@@ -19,7 +22,7 @@ from advisorchain.advisors.tool_calling import ToolCallingAdvisor
 from advisorchain.models.openai import OpenAIChatModel
 from advisorchain.tools import tool
 
-PACKAGES = ("advisorchain", "openai", "pydantic")
+PACKAGES = ("advisorchain", "openai", "httpx2", "aiohttp", "orjson", "pydantic")
 
 
 @tool
@@ -53,14 +56,16 @@ class Impl:
     """One ChatClient shared by every run; the tool given per request, as users write it."""
 
     def __init__(self, base_url: str, model: str, options: dict[str, Any]) -> None:
+        # One worker process runs one implementation: the variable is this process's.
+        self.http = str(options.get("http", "auto"))
+        os.environ["ADVISORCHAIN_HTTP"] = self.http
         self.client = AsyncOpenAI(base_url=base_url, api_key="bench")
         advisors = [PassThrough() for _ in range(int(options.get("advisors", 0)))]
         budget = (
             _budget(model) if options.get("budget") or os.environ.get("ADVISORCHAIN_BENCH_BUDGET") else {}
         )
-        self.chat = ChatClient(
-            OpenAIChatModel(model, client=self.client), default_advisors=advisors, **budget
-        )
+        self.model = OpenAIChatModel(model, client=self.client)
+        self.chat = ChatClient(self.model, default_advisors=advisors, **budget)
 
     async def run(self, prompt: str) -> str:
         """One agent run; the final answer."""
@@ -87,5 +92,12 @@ class Impl:
         return await spec.acall().content() or ""
 
     async def aclose(self) -> None:
-        """Close the HTTP connection pool."""
+        """Close the HTTP connection pool, once the requests were checked to have taken the path
+        this implementation stands for."""
+        path = type(await self.model._clients.current_companion()).__name__
         await self.client.close()
+        expected = "SdkPath" if self.http == "sdk" else "AiohttpPath"
+        if path != expected:
+            raise RuntimeError(
+                f"advisorchain's requests took {path}, not {expected} (ADVISORCHAIN_HTTP={self.http})"
+            )

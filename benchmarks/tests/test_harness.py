@@ -159,3 +159,24 @@ def _measured(per_run: float) -> dict[str, Any]:
         "import_s": 0.1,
         "versions": {},
     }
+
+
+def test_report_judges_the_default_install_and_shows_the_sdk_path_apart_from_the_peers() -> None:
+    cells = tuple(c for c in FULL_CELLS if c.key == "seq")
+    outcomes = {
+        "seq": {
+            "floor": Outcome([_measured(0.010)]),
+            "aiohttp floor": Outcome([_measured(0.001)]),
+            "advisorchain": Outcome([_measured(0.0012)]),
+            "advisorchain (sdk)": Outcome([_measured(0.006)]),
+            "langchain": Outcome([_measured(0.020)]),
+        }
+    }
+    text = report.render(cells, outcomes, reps=1, quick=False, seconds=1.0, peers={})
+    assert "| cell | aiohttp floor | floor | advisorchain | advisorchain (sdk) | langchain |" in text
+    assert "| sequential, 0 ms | 1.00 ms | 10.00x | 1.20x | 6.00x | 20.00x |" in text
+    assert "aiohttp floor's client CPU per run in every cell: **met**" in text
+    assert "- advisorchain ahead of every peer in every cell: **met**" in text
+    assert "- advisorchain on the SDK path ahead of every peer in every cell: **met**" in text
+    assert "vs advisorchain (sdk)" not in text  # the SDK path is no peer
+

@@ -201,11 +201,15 @@ def test_an_extra_installed_alone_at_its_lower_bounds_runs_a_tool_loop(
     adapters = ("chat", "responses") if extra == "openai" else ("messages",)
     assert report["answers"] == {f"{a}/{mode}": LOOP_FINAL for a in adapters for mode in ("call", "stream")}
     assert report["versions"] == {
-        **{p: None for p in ("openai", "anthropic", "httpx2", "genai-prices")},
+        **{p: None for p in ("openai", "anthropic", "httpx2", "genai-prices", "aiohttp", "orjson")},
         **lower_bounds(extra),
     }
     # gpt-4o: 600 in at $2.50, 400 cached at $1.25, 100 out at $10; Sonnet 4.5: $3, $0.30, $15
     assert report["prices"] == {"openai": "0.003", "anthropic": "0.00342"}
+    # The extra brings the fast path: every adapter's requests travel over aiohttp, and every
+    # private attribute that path reads is where it reads it, at the lower bounds too.
+    assert report["paths"] == dict.fromkeys(adapters, "AiohttpPath")
+    assert report["internals_missing"] == []
     assert report["missing_other"] is not None
     assert f"pip install 'advisorchain[{EXTRAS[extra]}]'" in report["missing_other"]
     # Every round of every loop reached the server: two per loop (tool call, then final answer).

@@ -5,6 +5,7 @@ source of truth for the key, headers, timeouts and retry policy."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import httpx2
@@ -13,6 +14,7 @@ import pytest
 
 from advisorchain import ModelError, Prompt, UserMessage, tool
 from advisorchain.model import ChatOptions
+from advisorchain.models._http import internals
 from advisorchain.models._http.transport import AiohttpPath, SdkPath
 from advisorchain.models.anthropic import AnthropicChatModel
 from advisorchain.models.openai import OpenAIChatModel
@@ -92,6 +94,30 @@ async def test_azure_and_proxied_clients_keep_the_sdk_stack(
     assert isinstance(await _path_of(OpenAIChatModel("m", client=proxied)), SdkPath)
 
 
+def _defining_class(cls: type, name: str) -> type:
+    return next(klass for klass in cls.__mro__ if name in vars(klass))
+
+
+async def test_an_sdk_that_moved_what_the_aiohttp_path_reads_keeps_its_own_stack_and_answers(
+    server: ScriptedServer, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    _use(monkeypatch, "aiohttp")
+    monkeypatch.setattr(internals, "_checked", {})
+    owner = _defining_class(openai.AsyncOpenAI, "_calculate_retry_timeout")
+    monkeypatch.delattr(owner, "_calculate_retry_timeout")  # as an SDK release that renamed it would
+    server.queue(json_reply(200, openai_completion("done")))
+    client = _client(server)
+    model = OpenAIChatModel("m", client=client)
+    with caplog.at_level(logging.WARNING, "advisorchain.models"):
+        assert (await model.call(Prompt([UserMessage("hi")]))).text == "done"
+    path = await _path_of(model)
+    await client.close()
+    assert isinstance(path, SdkPath)
+    assert len(server.requests) == 1
+    assert "client _calculate_retry_timeout (callable)" in caplog.text
+    assert "keep the SDK's own HTTP stack" in caplog.text
+
+
 # -- same request, same errors ---------------------------------------------------------------------
 
 
@@ -132,6 +158,36 @@ async def test_both_paths_send_the_same_request(
     assert headers["aiohttp"]["openai-organization"] == "org-1"
     assert headers["aiohttp"]["openai-project"] == "proj-1"
     assert (headers["aiohttp"]["x-team"], headers["aiohttp"]["x-call"]) == ("t", "c")
+
+
+async def test_requests_whose_headers_differ_from_the_first_send_their_own_on_both_paths(
+    server: ScriptedServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The aiohttp path keeps the first request's headers as its session's: a later request with a
+    # header added, changed or removed (``extra_headers``, an ``Omit``) must still send exactly its own.
+    layers: list[dict[str, Any]] = [
+        {},
+        {"extra_headers": {"x-call": "2"}},
+        {"extra_headers": {"x-team": "other"}},
+        {"extra_headers": {"x-team": openai.Omit()}},
+        {},
+    ]
+    sent: dict[str, list[dict[str, str]]] = {}
+    for path in PATHS:
+        _use(monkeypatch, path)
+        server.reset()
+        client = _client(server, default_headers={"x-team": "t"})
+        model = OpenAIChatModel("m", client=client)
+        for extra in layers:
+            server.queue(json_reply(200, openai_completion("hi")))
+            assert (await model.call(Prompt([UserMessage("hi")], ChatOptions(extra=extra)))).text == "hi"
+        await client.close()
+        sent[path] = [
+            {k: v for k, v in r.headers.items() if k not in _LIBRARY_HEADERS} for r in server.requests
+        ]
+    assert sent["aiohttp"] == sent["sdk"]
+    assert [h.get("x-team") for h in sent["aiohttp"]] == ["t", "t", "other", None, "t"]
+    assert [h.get("x-call") for h in sent["aiohttp"]] == [None, "2", None, None, None]
 
 
 @pytest.mark.parametrize("path", PATHS)

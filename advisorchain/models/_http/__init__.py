@@ -7,6 +7,7 @@
 * ``sse``: server-sent events decoded from raw bytes;
 * ``wire``: each message's request JSON serialized once and reused across rounds and turns;
 * ``loops``: one SDK client (and connection pool) per event loop;
+* ``internals``: every private attribute of the SDKs, httpx2 and aiohttp read here, and their check;
 * ``json``: fast JSON in and out (orjson when installed).
 
 Nothing here maps messages: a fourth provider brings its mapping and reuses all of this.

@@ -49,6 +49,8 @@ class LoopClients(Generic[C]):
         self._companion = companion
         self._shared_companion: Any = None
         self._lock = threading.Lock()
+        self._last: tuple[weakref.ref[asyncio.AbstractEventLoop], _Entry[C]] | None = None
+        """The loop of the last request and its entry: most requests come from the same loop."""
         self._by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Entry[C]] = (
             weakref.WeakKeyDictionary()
         )
@@ -73,8 +75,19 @@ class LoopClients(Generic[C]):
                 self._shared_companion = self._companion(self.template)
             return self._shared_companion
 
+    def ready_companion(self) -> Any:
+        """``current_companion()`` without awaiting, when the running loop's was made already and
+        the loop is the last one that asked (most requests); else None."""
+        last = self._last
+        if last is not None and last[0]() is asyncio.get_running_loop() and last[1].closer is not None:
+            return last[1].companion
+        return None
+
     async def _entry(self) -> _Entry[C] | None:
         loop = asyncio.get_running_loop()
+        last = self._last
+        if last is not None and last[0]() is loop and last[1].closer is not None:
+            return last[1]
         with self._lock:
             entry = self._by_loop.get(loop)
             if entry is None:
@@ -91,6 +104,7 @@ class LoopClients(Generic[C]):
             closer = _close_at_loop_end(self._by_loop, self._lock, loop, entry)
             entry.closer = closer
             await anext(closer)  # the loop now knows it: closed when the loop shuts down
+        self._last = (weakref.ref(loop), entry)
         return entry
 
     @property

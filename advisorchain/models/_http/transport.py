@@ -18,9 +18,10 @@ on both):
   and scans no pool, which is most of the CPU a request costs on the SDK path (measured in
   ``benchmarks/ISSUE-13.md``).
 
-``aiohttp`` is chosen automatically when it is installed and the client is one it can stand in for:
-an SDK client of exactly the SDK's class (not Azure's or a subclass), over the SDK's default HTTP
-client (a user's own ``http_client`` — proxies, mounts, a mock transport — is always used as is),
+``aiohttp`` (which the provider extras bring) is chosen automatically when it is installed, the SDK
+still has every private attribute this path reads (``internals``), and the client is one it can
+stand in for: an SDK client of exactly the SDK's class (not Azure's or a subclass), over the SDK's
+default HTTP client (a user's own ``http_client`` — proxies, mounts, a mock transport — is always used as is),
 with a plain API key (no key provider, credentials, workload identity, custom auth or middleware,
 which hook into the SDK's send) and no proxy (one from the environment included: the SDK's stack
 goes through it). ``ADVISORCHAIN_HTTP=sdk`` in the environment keeps every request on the SDK path.
@@ -43,6 +44,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from ..._urls import split_userinfo
 from ...errors import ModelError
+from . import internals
 from .failures import model_error
 
 if TYPE_CHECKING:
@@ -239,6 +241,8 @@ def aiohttp_eligible(client: object, sdk_module: str) -> bool:
     client_class = getattr(sdk, _CLIENT_CLASSES.get(sdk_module, ""), None)
     if client_class is None or type(client) is not client_class:
         return False
+    if internals.missing(client, sdk_module):  # an SDK release moved what this path reads
+        return False
     if any(getattr(client, hook, None) is not None for hook in _SEND_HOOKS):
         return False
     if getattr(client, "_middleware", None):
@@ -260,6 +264,17 @@ class _Template:
     max_retries: int
     options: Any  # the SDK's FinalRequestOptions, for its backoff computation
     idempotency_header: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Sending:
+    """A template as one session sends it: the headers given per request are only those that the
+    session's own (its default headers, the first template's) do not already carry."""
+
+    template: _Template
+    session: aiohttp.ClientSession
+    first_headers: dict[str, str]
+    """The headers of a first attempt (``x-stainless-retry-count: 0``)."""
 
 
 _TEMPLATES_KEPT = 32
@@ -295,28 +310,35 @@ class AiohttpPath(_Endpoint):
         # No ``trust_env``: a proxy from the environment keeps the SDK path (see aiohttp_eligible),
         # and aiohttp would look for one, and for a .netrc, in a thread on every request.
         self._session = aiohttp.ClientSession(connector=connector, auto_decompress=True)
-        self._templates: dict[str, _Template] = {}
+        self._bare: aiohttp.ClientSession | None = None
+        """A session with no default headers (same connections), for a template that lacks one
+        of the session's (a header removed with ``extra_headers``)."""
+        self._templates: dict[str, _Sending] = {}
         weakref.finalize(self, _close_abandoned, self._session)
 
     async def aclose(self) -> None:
         """Close the session's connections (at the end of its event loop)."""
+        if self._bare is not None:
+            await self._bare.close()
         await self._session.close()
 
     async def send(self, body: bytes, sdk_options: Mapping[str, Any], *, stream: bool) -> Reply:
         import aiohttp
 
-        template = await self._template(sdk_options)
-        headers = template.headers
+        sending = self._templates.get(repr(sorted(sdk_options.items())) if sdk_options else "")
+        if sending is None:
+            sending = await self._sending(sdk_options)
+        template, session, headers = sending.template, sending.session, sending.first_headers
         if template.idempotency_header:
             headers = {**headers, template.idempotency_header: self.client._idempotency_key()}
         most = template.max_retries
         for retries_taken in range(most + 1):
-            sent = {**headers, "x-stainless-retry-count": str(retries_taken)}
+            sent = (
+                headers if not retries_taken else {**headers, "x-stainless-retry-count": str(retries_taken)}
+            )
             raw: bytes | None = None
             try:
-                response = await self._session.post(
-                    template.url, data=body, headers=sent, timeout=template.timeout
-                )
+                response = await session.post(template.url, data=body, headers=sent, timeout=template.timeout)
                 if response.status < 400 and stream:
                     return _AiohttpReply(response, self.provider, self.url, template.read_timeout)
                 if not stream:
@@ -370,15 +392,33 @@ class AiohttpPath(_Endpoint):
             self.provider, url=self.url, status=response.status, headers=response.headers, content=raw
         )
 
-    async def _template(self, sdk_options: Mapping[str, Any]) -> _Template:
+    async def _sending(self, sdk_options: Mapping[str, Any]) -> _Sending:
+        """The template for ``sdk_options`` (built once, by the SDK) and how it is sent."""
+        template = await self._build_template(sdk_options)
+        session, defaults = self._session, self._session.headers
+        if not defaults:
+            # The first template's headers become the session's: requests then give only what
+            # differs (aiohttp merges what a request gives into its defaults one by one).
+            defaults.update(template.headers)
+        own = {k: v for k, v in template.headers.items() if defaults.get(k) != v}
+        names = {k.lower() for k in template.headers}
+        if any(k.lower() not in names for k in defaults):  # a header of the session's removed
+            session, own = self._bare_session(), dict(template.headers)
+        sending = _Sending(template, session, {**own, "x-stainless-retry-count": "0"})
         key = repr(sorted(sdk_options.items())) if sdk_options else ""
-        template = self._templates.get(key)
-        if template is None:
-            template = await self._build_template(sdk_options)
-            if len(self._templates) >= _TEMPLATES_KEPT:
-                self._templates.pop(next(iter(self._templates)))
-            self._templates[key] = template
-        return template
+        if len(self._templates) >= _TEMPLATES_KEPT:
+            self._templates.pop(next(iter(self._templates)))
+        self._templates[key] = sending
+        return sending
+
+    def _bare_session(self) -> aiohttp.ClientSession:
+        import aiohttp
+
+        if self._bare is None:
+            self._bare = aiohttp.ClientSession(
+                connector=self._session.connector, connector_owner=False, auto_decompress=True
+            )
+        return self._bare
 
     async def _build_template(self, sdk_options: Mapping[str, Any]) -> _Template:
         """The SDK's own request for this endpoint and these options, built once (its key,
@@ -513,7 +553,8 @@ class _AiohttpReply:
         content = self._response.content
         if not content.is_eof():
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(content.wait_eof(), _FINISH_WAIT_S)
+                async with asyncio.timeout(_FINISH_WAIT_S):  # no task of its own, as wait_for makes
+                    await content.wait_eof()
 
     async def aclose(self) -> None:
         # A response read to its end gives its connection back to the pool; one left half-read

@@ -11,8 +11,8 @@ first.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ...messages import Message
@@ -21,7 +21,15 @@ from .json import dumps
 if TYPE_CHECKING:
     from ...model import Prompt
 
-__all__ = ["HISTORY", "WireCache", "history_body", "json_body"]
+__all__ = [
+    "HISTORY",
+    "DefinitionsWire",
+    "Spliced",
+    "WireCache",
+    "history_body",
+    "json_body",
+    "object_json",
+]
 
 Wire = tuple[dict[str, Any], ...]
 
@@ -48,8 +56,8 @@ class WireCache:
     def __init__(self, build: Callable[[Message], Wire], size: int = 4096) -> None:
         self._build = build
         self._size = size
-        self._entries: dict[int, tuple[Message, bytes]] = {}
-        self._prefixes: dict[int, tuple[tuple[Message, ...], bytes]] = {}
+        self._entries: OrderedDict[int, tuple[Message, bytes]] = OrderedDict()
+        self._prefixes: OrderedDict[int, tuple[tuple[Message, ...], bytes]] = OrderedDict()
 
     def array(self, messages: Sequence[Message]) -> bytes:
         """The JSON array of ``messages``, as bytes (``[...]``)."""
@@ -73,7 +81,9 @@ class WireCache:
     def _json(self, message: Message) -> bytes:
         entry = self._entries.get(id(message))
         if entry is None or entry[0] is not message:
-            entry = (message, b",".join(dumps(item) for item in self._build(message)))
+            # One dumps of the tuple, its brackets cut: a copy of the exact size (orjson's output
+            # holds a 4 KB buffer however short it is, too much to keep thousands of).
+            entry = (message, dumps(self._build(message))[1:-1])
             _put(self._entries, id(message), entry, self._size)
         return entry[1]
 
@@ -83,32 +93,87 @@ class WireCache:
         return len(self._entries)
 
 
-def _put(cache: dict[int, Any], key: int, value: Any, size: int) -> None:
-    """``cache[key] = value``, the oldest entry dropped first when ``cache`` holds ``size``."""
+def _put(cache: OrderedDict[Any, Any], key: Any, value: Any, size: int) -> None:
+    """``cache[key] = value``, the oldest entry dropped first when ``cache`` holds ``size``. An
+    OrderedDict: a plain dict whose first entry is deleted over and over scans the deleted slots
+    on every ``next(iter(...))`` (a microsecond per request once the cache is full)."""
     if key not in cache and len(cache) >= size:
-        # Another thread may evict at the same time: losing that race loses nothing.
-        with contextlib.suppress(KeyError, RuntimeError, StopIteration):
-            del cache[next(iter(cache))]
+        try:  # noqa: SIM105 — contextlib.suppress would build an object on every request
+            cache.popitem(last=False)
+        except KeyError:  # another thread evicted the last one meanwhile: nothing lost
+            pass
     cache[key] = value
+
+
+class Spliced:
+    """JSON already serialized, put into a request body as it is by ``object_json`` (a
+    conversation's messages, a request's tool definitions): what was serialized once is not
+    serialized again."""
+
+    __slots__ = ("json",)
+
+    def __init__(self, json: bytes) -> None:
+        self.json = json
+
+    def __repr__(self) -> str:
+        return f"Spliced({self.json[:60]!r})"
+
+
+class DefinitionsWire:
+    """Tool definitions serialized once: ``spliced(definitions)`` is the JSON array ``build`` makes
+    of them, kept by the identity of the definitions (a tool's definition is made once and reused
+    by every request that offers the tool; holding them keeps the identities theirs). Bounded: the
+    oldest go first."""
+
+    __slots__ = ("_build", "_entries", "_size")
+
+    def __init__(self, build: Callable[[Sequence[Any]], list[dict[str, Any]]], size: int = 64) -> None:
+        self._build = build
+        self._size = size
+        self._entries: OrderedDict[tuple[int, ...], tuple[tuple[Any, ...], Spliced]] = OrderedDict()
+
+    def spliced(self, definitions: Sequence[Any]) -> Spliced:
+        """The JSON of ``definitions``, serialized on first use."""
+        key = tuple(map(id, definitions))
+        entry = self._entries.get(key)
+        if entry is None:
+            held = tuple(definitions)
+            entry = (held, Spliced(b"".join((dumps(self._build(held)), b""))))  # of its own size
+            _put(self._entries, key, entry, self._size)
+        return entry[1]
+
+
+def object_json(fields: Mapping[str, Any]) -> bytes:
+    """The JSON object of ``fields``, in their order (the order the SDKs send them in, so the bytes
+    are theirs); a ``Spliced`` value goes in as the JSON it already is."""
+    parts: list[bytes] = []
+    plain: dict[str, Any] = {}
+    for key, value in fields.items():
+        if type(value) is Spliced:
+            if plain:
+                parts.append(dumps(plain)[1:-1])
+                plain = {}
+            parts.append(dumps(key) + b":" + value.json)
+        else:
+            plain[key] = value
+    if plain:
+        parts.append(dumps(plain)[1:-1])
+    return b"{" + b",".join(parts) + b"}"
 
 
 def json_body(before: dict[str, Any], key: str, array: bytes, after: dict[str, Any]) -> bytes:
     """The JSON object of the fields ``before``, then ``key`` set to the serialized ``array``, then
     the fields ``after`` (the order the SDKs send them in, so the bytes are theirs)."""
-    head, tail = dumps(before), dumps(after)
-    parts = [head[:-1], b"," if head != b"{}" else b"", dumps(key), b":", array]
-    if tail != b"{}":
-        parts += [b",", tail[1:-1]]
-    parts.append(b"}")
-    return b"".join(parts)
+    return object_json({**before, key: Spliced(array), **after})
 
 
 def history_body(params: dict[str, Any], key: str, stream: bool, prompt: Prompt, wire: WireCache) -> bytes:
     """The request body of ``params`` (``model`` first, then ``stream``, then the rest, as the
     SDKs order them) whose ``key`` field (``messages``, ``input``) is either ``HISTORY`` — then the
-    prompt's messages are spliced in from ``wire`` — or what a layer set it to."""
-    first = {"model": params.pop("model"), "stream": stream}
+    prompt's messages are spliced in from ``wire`` — or what a layer set it to. Other fields may be
+    ``Spliced`` already (tool definitions)."""
+    model = params.pop("model")
     history = params.pop(key)
-    if history is not HISTORY:
-        return dumps({**first, key: history, **params})
-    return json_body(first, key, wire.array(prompt.instructions), params)
+    if history is HISTORY:
+        history = Spliced(wire.array(prompt.instructions))
+    return object_json({"model": model, "stream": stream, key: history, **params})
