@@ -8,131 +8,19 @@ command line on every run."""
 import importlib as _importlib
 import typing as _typing
 
-if _typing.TYPE_CHECKING:
-    from .advisors import (
-        AdvisorChain,
-        AdvisorParams,
-        BaseAdvisor,
-        CallAdvisor,
-        CallAdvisorChain,
-        ChatClientRequest,
-        ChatClientResponse,
-        ContextCompactionAdvisor,
-        HistoryReplacement,
-        MemoryAdvisor,
-        MessageChatMemoryAdvisor,
-        Ordered,
-        RequestRetryAdvisor,
-        SafeGuardAdvisor,
-        SimpleLoggerAdvisor,
-        StreamAdvisor,
-        StreamAdvisorChain,
-        StructuredOutputValidationAdvisor,
-        TodoReminderAdvisor,
-        ToolAdvisor,
-        ToolCallingAdvisor,
-        ToolSearchToolCallingAdvisor,
-    )
-    from .client import (
-        AsyncCallResponseSpec,
-        AsyncStreamResponseSpec,
-        CallResponseSpec,
-        ChatClient,
-        ChatClientRequestSpec,
-        ResponseEntity,
-        StreamResponseSpec,
-    )
-    from .errors import (
-        AdvisorChainError,
-        ChainConfigurationError,
-        ContextLengthExceededError,
-        EvaluationFailedError,
-        IncompleteAnswerError,
-        InvalidResponseError,
-        MaxIterationsExceeded,
-        ModelConnectionError,
-        ModelError,
-        ModelStatusError,
-        ModelTimeoutError,
-        StructuredOutputValidationError,
-        SyncInAsyncContextError,
-        ToolCallLimitExceeded,
-        ToolError,
-        ToolExecutionError,
-        UnsupportedRequestError,
-        UsageLimitExceeded,
-        VectorStoreError,
-    )
-    from .evaluation import (
-        Case,
-        CaseResult,
-        EvaluationReport,
-        EvaluationRequest,
-        EvaluationResult,
-        Evaluator,
-        EvaluatorTotals,
-        ExpectedAnswerEvaluator,
-        FactCheckingEvaluator,
-        LLMJudgeEvaluator,
-        RelevancyEvaluator,
-        SelfRefineEvaluationAdvisor,
-        aevaluate_cases,
-        evaluate_cases,
-    )
-    from .memory import (
-        AtomicChatMemoryRepository,
-        ChatMemory,
-        ChatMemoryDecodeError,
-        ChatMemoryRepository,
-        InMemoryChatMemoryRepository,
-        MessageWindowChatMemory,
-        PostgresChatMemoryRepository,
-        RedisChatMemoryRepository,
-        SQLiteChatMemoryRepository,
-    )
-    from .messages import (
-        AssistantMessage,
-        Media,
-        Message,
-        MessageType,
-        SystemMessage,
-        ToolCall,
-        ToolResponse,
-        ToolResponseMessage,
-        UserMessage,
-        message_from_dict,
-        message_to_dict,
-    )
-    from .model import (
-        ChatClientMessageAggregator,
-        ChatModel,
-        ChatOptions,
-        ChatResponse,
-        ChatResponseMetadata,
-        FinishReason,
-        Generation,
-        Prompt,
-        Usage,
-    )
-    from .output import OutputConverter
-    from .testing import FunctionChatModel, ScriptedChatModel
-    from .tools import (
-        Approved,
-        Denied,
-        FunctionTool,
-        InvalidToolArgumentsError,
-        ToolCallback,
-        ToolCallingManager,
-        ToolContext,
-        ToolDefinition,
-        ToolExecutionResult,
-        ToolMetadata,
-        ToolText,
-        tool,
-        tool_callbacks,
-    )
-    from .tools.todo import TodoItem, TodoTools
-    from .usage import ModelPrice, RunUsage, UsageLimits
+if _typing.TYPE_CHECKING:  # the names of __all__, for type checkers (at run time: __getattr__)
+    from .advisors import *  # noqa: F403
+    from .client import *  # noqa: F403
+    from .errors import *  # noqa: F403
+    from .evaluation import *  # noqa: F403
+    from .memory import *  # noqa: F403
+    from .messages import *  # noqa: F403
+    from .model import *  # noqa: F403
+    from .output import *  # noqa: F403
+    from .testing import *  # noqa: F403
+    from .tools import *  # noqa: F403
+    from .tools.todo import *  # noqa: F403
+    from .usage import *  # noqa: F403
 
 __version__ = "0.1.0"
 

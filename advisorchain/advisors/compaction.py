@@ -138,7 +138,7 @@ class ContextCompactionAdvisor:
         self.summarizer: ChatModel | _PromptClient | None = _checked_summarizer(summarizer)
         self.max_tokens = check_int(max_tokens, "max_tokens", minimum=1)
         self.keep_last_turns = check_int(keep_last_turns, "keep_last_turns", minimum=0)
-        self._order = check_order(order, inside=True)
+        self.order = check_order(order, inside=True)
         self._conversations: OrderedDict[str, _Seen] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -146,11 +146,6 @@ class ContextCompactionAdvisor:
     def name(self) -> str:
         """``"Context Compaction Advisor"``."""
         return "Context Compaction Advisor"
-
-    @property
-    def order(self) -> int:
-        """Where the advisor sits in the chain (lower runs first)."""
-        return self._order
 
     @property
     def summary_tokens(self) -> int:
@@ -369,7 +364,7 @@ class ContextCompactionAdvisor:
     def __repr__(self) -> str:
         return (
             f"ContextCompactionAdvisor({self.summarizer!r}, max_tokens={self.max_tokens}, "
-            f"keep_last_turns={self.keep_last_turns}, order={self._order})"
+            f"keep_last_turns={self.keep_last_turns}, order={self.order})"
         )
 
 

@@ -75,15 +75,11 @@ class MessageChatMemoryAdvisor(MemoryAdvisor):
             raise TypeError(f"chat_memory must be a ChatMemory (get, add, clear), got {chat_memory!r}")
         self.chat_memory = chat_memory
         self.conversation_id = check_conversation_id(conversation_id)
-        self._order = check_order(order)
+        self.order = check_order(order)
 
     @property
     def name(self) -> str:
         return "MessageChatMemoryAdvisor"
-
-    @property
-    def order(self) -> int:
-        return self._order
 
     async def conversation_history(self, request: ChatClientRequest) -> list[Message]:
         """The stored messages of the request's conversation (the tool loop reads a round that

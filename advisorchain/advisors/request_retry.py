@@ -74,17 +74,12 @@ class RequestRetryAdvisor:
         self._matches = _matcher(retry_on)
         self.retry_on = retry_on
         self.max_attempts = check_int(max_attempts, "max_attempts", minimum=1)
-        self._order = check_order(order, inside=True)
+        self.order = check_order(order, inside=True)
 
     @property
     def name(self) -> str:
         """``"Request Retry Advisor"``."""
         return "Request Retry Advisor"
-
-    @property
-    def order(self) -> int:
-        """Where the advisor sits in the chain (lower runs first)."""
-        return self._order
 
     async def advise_call(self, request: ChatClientRequest, chain: CallAdvisorChain) -> ChatClientResponse:
         """Call the rest of the chain; on a matching error, call it again with ``modify``'s request."""
@@ -154,7 +149,7 @@ class RequestRetryAdvisor:
     def __repr__(self) -> str:
         return (
             f"RequestRetryAdvisor({self.modify!r}, retry_on={self.retry_on!r}, "
-            f"max_attempts={self.max_attempts}, order={self._order})"
+            f"max_attempts={self.max_attempts}, order={self.order})"
         )
 
 

@@ -183,7 +183,7 @@ class StructuredOutputValidationAdvisor:
         order: int = DEFAULT_ORDER,
     ) -> None:
         self._max_repeat_attempts = check_int(max_repeat_attempts, "max_repeat_attempts", minimum=0)
-        self._order = check_order(order, inside=True)
+        self.order = check_order(order, inside=True)
         self._output_type = output_type
         self._check = _make_check(output_type, output_json_schema)
 
@@ -191,11 +191,6 @@ class StructuredOutputValidationAdvisor:
     def name(self) -> str:
         """``"Structured Output Validation Advisor"``."""
         return "Structured Output Validation Advisor"
-
-    @property
-    def order(self) -> int:
-        """Where the advisor sits in the chain (lower runs first)."""
-        return self._order
 
     @property
     def output_type(self) -> Any:
@@ -273,5 +268,5 @@ class StructuredOutputValidationAdvisor:
         )
         return (
             f"StructuredOutputValidationAdvisor({source}, max_repeat_attempts={self._max_repeat_attempts}, "
-            f"order={self._order})"
+            f"order={self.order})"
         )

@@ -15,19 +15,19 @@ from .judges import FactCheckingEvaluator, LLMJudgeEvaluator, RelevancyEvaluator
 from .offline import ExpectedAnswerEvaluator, aevaluate_cases, evaluate_cases
 from .self_refine import SelfRefineEvaluationAdvisor
 
-__all__ = [
-    "Case",
-    "CaseResult",
-    "EvaluationReport",
+__all__ = [  # by module, as imported above
     "EvaluationRequest",
     "EvaluationResult",
     "Evaluator",
+    "Case",
+    "CaseResult",
+    "EvaluationReport",
     "EvaluatorTotals",
-    "ExpectedAnswerEvaluator",
     "FactCheckingEvaluator",
     "LLMJudgeEvaluator",
     "RelevancyEvaluator",
-    "SelfRefineEvaluationAdvisor",
+    "ExpectedAnswerEvaluator",
     "aevaluate_cases",
     "evaluate_cases",
+    "SelfRefineEvaluationAdvisor",
 ]

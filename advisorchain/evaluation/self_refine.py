@@ -89,17 +89,12 @@ class SelfRefineEvaluationAdvisor:
             )
         self._on_failure: OnFailure = on_failure
         self._feedback_template = _check_template(feedback_template)
-        self._order = check_order(order, inside=True)
+        self.order = check_order(order, inside=True)
 
     @property
     def name(self) -> str:
         """``"Self Refine Evaluation Advisor"``."""
         return "Self Refine Evaluation Advisor"
-
-    @property
-    def order(self) -> int:
-        """Where the advisor sits in the chain (lower runs first)."""
-        return self._order
 
     @property
     def evaluator(self) -> object:
@@ -174,7 +169,7 @@ class SelfRefineEvaluationAdvisor:
     def __repr__(self) -> str:
         return (
             f"SelfRefineEvaluationAdvisor({self._evaluator.name}, max_attempts={self._max_attempts}, "
-            f"on_failure={self._on_failure!r}, order={self._order})"
+            f"on_failure={self._on_failure!r}, order={self.order})"
         )
 
 
