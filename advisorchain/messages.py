@@ -41,6 +41,15 @@ def _frozen_dict(value: Mapping[str, Any] | None) -> dict[str, Any]:
     return {} if not value else dict(value)
 
 
+def _freeze(message: AssistantMessage | ToolResponseMessage, items: str) -> None:
+    """A message's ``items`` (its tool calls or responses) as a tuple and its metadata as its own
+    dict, so a caller's list or dict changed later cannot change a stored message."""
+    value = getattr(message, items)
+    if type(value) is not tuple:
+        object.__setattr__(message, items, tuple(value))
+    object.__setattr__(message, "metadata", _frozen_dict(message.metadata))
+
+
 @dataclass(frozen=True, slots=True)
 class ToolCall:
     """A tool call requested by the model; ``arguments`` is the raw JSON text exactly as sent."""
@@ -150,9 +159,7 @@ class AssistantMessage:
     metadata: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if type(self.tool_calls) is not tuple:
-            object.__setattr__(self, "tool_calls", tuple(self.tool_calls))
-        object.__setattr__(self, "metadata", _frozen_dict(self.metadata))
+        _freeze(self, "tool_calls")
 
     @property
     def type(self) -> MessageType:
@@ -187,9 +194,7 @@ class ToolResponseMessage:
     metadata: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if type(self.responses) is not tuple:
-            object.__setattr__(self, "responses", tuple(self.responses))
-        object.__setattr__(self, "metadata", _frozen_dict(self.metadata))
+        _freeze(self, "responses")
 
     @property
     def type(self) -> MessageType:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, NoReturn, Protocol, runtime_checkable
+from typing import Any, ClassVar, NoReturn, Protocol, Self, runtime_checkable
 
 from ._tool_types import EMPTY_REGISTRY, ToolCallback, ToolRegistry
 from .messages import AssistantMessage, Message, SystemMessage, ToolCall, UserMessage
@@ -288,8 +288,27 @@ class _Context(dict[str, Any]):
         return self
 
 
+class _WithContext:
+    """What a request and a response share: a read-only ``context`` snapshot taken when built, and
+    ``copy()`` of their two fields built directly (``dataclasses.replace`` costs microseconds a
+    call, several times per round)."""
+
+    __slots__ = ()
+    context: Mapping[str, Any]
+
+    def __post_init__(self) -> None:
+        if type(self.context) is not _Context:
+            object.__setattr__(self, "context", _Context(self.context))
+
+    def _copy(self, first: str, changes: dict[str, Any]) -> Self:
+        value = changes.pop(first, getattr(self, first))
+        context = changes.pop("context", self.context)
+        _no_other_fields(type(self).__name__, changes)
+        return type(self)(value, context)  # type: ignore[call-arg]
+
+
 @dataclass(frozen=True, slots=True)
-class ChatClientRequest:
+class ChatClientRequest(_WithContext):
     """A prompt on its way through the advisor chain, with the request context advisors share.
 
     ``context`` is a read-only snapshot of the mapping given: build a new request with
@@ -299,41 +318,27 @@ class ChatClientRequest:
     prompt: Prompt
     context: Mapping[str, Any] = field(default_factory=_Context)
 
-    def __post_init__(self) -> None:
-        if type(self.context) is not _Context:
-            object.__setattr__(self, "context", _Context(self.context))
-
     def copy(self, **changes: Any) -> ChatClientRequest:
         """A copy with ``prompt`` and/or ``context`` replaced."""
-        prompt = changes.pop("prompt", self.prompt)
-        context = changes.pop("context", self.context)
-        _no_other_fields("ChatClientRequest", changes)
-        return ChatClientRequest(prompt, context)
+        return self._copy("prompt", changes)
 
 
 @dataclass(frozen=True, slots=True)
-class ChatClientResponse:
+class ChatClientResponse(_WithContext):
     """A model response on its way back through the chain, with the context of its request
     (a read-only snapshot, as for ``ChatClientRequest``)."""
 
     chat_response: ChatResponse | None
     context: Mapping[str, Any] = field(default_factory=_Context)
 
-    def __post_init__(self) -> None:
-        if type(self.context) is not _Context:
-            object.__setattr__(self, "context", _Context(self.context))
-
     def copy(self, **changes: Any) -> ChatClientResponse:
         """A copy with ``chat_response`` and/or ``context`` replaced."""
-        chat_response = changes.pop("chat_response", self.chat_response)
-        context = changes.pop("context", self.context)
-        _no_other_fields("ChatClientResponse", changes)
-        return ChatClientResponse(chat_response, context)
+        return self._copy("chat_response", changes)
 
 
 def _no_other_fields(owner: str, changes: Mapping[str, Any]) -> None:
-    """``copy()`` of a two-field value: built directly (``dataclasses.replace`` costs microseconds
-    a call, several times per round); a field it does not have is the same TypeError."""
+    """``copy()`` of a value built directly (``dataclasses.replace`` costs microseconds a call,
+    several times per round); a field it does not have is the same TypeError."""
     if changes:
         raise TypeError(f"{owner}.copy() got fields it does not have: {', '.join(sorted(changes))}")
 

@@ -12,7 +12,7 @@ import dataclasses
 import json
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from .._checks import check_int
 from .._run_meter import RunMeter, limit_ending
@@ -415,16 +415,23 @@ class ToolCallingAdvisor(ToolAdvisor):
     async def _after_call(
         self, response: ChatClientResponse, chain: CallAdvisorChain | StreamAdvisorChain
     ) -> ChatClientResponse:
-        if not _overrides(type(self), "do_after_call"):
-            return response
-        return checked_response(await self.do_after_call(response, chain), self, "do_after_call")
+        return await self._response_hook("do_after_call", response, chain)
 
     async def _finalize(
         self, response: ChatClientResponse, chain: CallAdvisorChain | StreamAdvisorChain
     ) -> ChatClientResponse:
-        if not _overrides(type(self), "do_finalize_loop"):
+        return await self._response_hook("do_finalize_loop", response, chain)
+
+    async def _response_hook(
+        self,
+        hook: Literal["do_after_call", "do_finalize_loop"],
+        response: ChatClientResponse,
+        chain: CallAdvisorChain | StreamAdvisorChain,
+    ) -> ChatClientResponse:
+        """``response`` through a subclass's ``hook``, checked (the base class's hooks are skipped)."""
+        if not _overrides(type(self), hook):
             return response
-        return checked_response(await self.do_finalize_loop(response, chain), self, "do_finalize_loop")
+        return checked_response(await getattr(self, hook)(response, chain), self, hook)
 
     async def do_initialize_loop(
         self, request: ChatClientRequest, chain: CallAdvisorChain | StreamAdvisorChain
