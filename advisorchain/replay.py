@@ -211,16 +211,9 @@ def replay_openai_client(
 ) -> openai.AsyncOpenAI:
     """A real ``openai.AsyncOpenAI`` whose HTTP traffic is the cassette (dummy key, no network);
     its base URL carries the recorded path prefix, so recorded paths match."""
-    import httpx2
     import openai
 
-    cassette = load_cassette(source)
-    return openai.AsyncOpenAI(
-        api_key=REPLAY_API_KEY,
-        base_url=f"https://{cassette.host or 'replay.invalid'}{cassette.base_path}",
-        max_retries=max_retries,
-        http_client=httpx2.AsyncClient(transport=cassette.transport()),
-    )
+    return openai.AsyncOpenAI(**_client_options(source, max_retries))
 
 
 def replay_anthropic_client(
@@ -228,15 +221,24 @@ def replay_anthropic_client(
 ) -> anthropic.AsyncAnthropic:
     """A real ``anthropic.AsyncAnthropic`` whose HTTP traffic is the cassette (dummy key, no network)."""
     import anthropic
+
+    return anthropic.AsyncAnthropic(**_client_options(source, max_retries))
+
+
+def _client_options(
+    source: str | os.PathLike[str] | Mapping[str, Any] | Cassette, max_retries: int
+) -> dict[str, Any]:
+    """What a replay SDK client is built with: the dummy key, a base URL of the recorded host and
+    path prefix (so recorded paths match), and an HTTP client whose transport is the cassette."""
     import httpx2
 
     cassette = load_cassette(source)
-    return anthropic.AsyncAnthropic(
-        api_key=REPLAY_API_KEY,
-        base_url=f"https://{cassette.host or 'replay.invalid'}{cassette.base_path}",
-        max_retries=max_retries,
-        http_client=httpx2.AsyncClient(transport=cassette.transport()),
-    )
+    return {
+        "api_key": REPLAY_API_KEY,
+        "base_url": f"https://{cassette.host or 'replay.invalid'}{cassette.base_path}",
+        "max_retries": max_retries,
+        "http_client": httpx2.AsyncClient(transport=cassette.transport()),
+    }
 
 
 def _check_interaction(interaction: Mapping[str, Any], index: int, name: str) -> Mapping[str, Any]:

@@ -5,7 +5,8 @@ To give every agent command a new flag: add one ``click.option`` to ``_MODEL_FLA
 the model), ``_AGENT_FLAGS`` (tools, memory...) or ``_BUDGET_FLAGS`` (what an answer may spend, which
 ``demo`` takes too through ``budget_options``), the field of the same name to
 ``ModelOptions`` / ``AgentOptions``, and its use in ``_agent.py``. A command that needs only a model
-applies ``model_options``; one that runs the whole agent applies ``agent_options``.
+applies ``model_options``; one that runs the whole agent applies ``agent_options``. ``--memory``
+and ``--debug``, which commands without an agent take too, are ``memory_option`` and ``debug_option``.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ __all__ = [
     "ModelOptions",
     "agent_options",
     "budget_options",
+    "debug_option",
+    "memory_option",
     "model_options",
 ]
 
@@ -154,14 +157,21 @@ _BUDGET_FLAGS: list[Callable[[Any], Any]] = [
     ),
 ]
 
+memory_option: Callable[[F], F] = click.option(
+    "--memory",
+    metavar="URL",
+    help="Where sessions live: sqlite:///file, postgresql://…, redis://… (default: SQLite in the data dir).",
+)
+"""``--memory URL``: the sessions store, for the commands that keep or manage sessions."""
+
+debug_option: Callable[[F], F] = click.option(
+    "--debug", is_flag=True, help="Show the traceback of a failure."
+)
+"""``--debug``: a failure shows its traceback (the command line reads it before the command runs)."""
+
 _MEMORY_FLAGS: list[Callable[[Any], Any]] = [
     click.option("--session", help="Keep the conversation under this name (see 'advisorchain sessions')."),
-    click.option(
-        "--memory",
-        metavar="URL",
-        help="Where sessions live: sqlite:///file, postgresql://…, redis://… "
-        "(default: SQLite in the data dir).",
-    ),
+    memory_option,
 ]
 _MEMORY_FIELDS = ("session", "memory")
 

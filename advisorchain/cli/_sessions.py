@@ -4,11 +4,13 @@ unreadable stored message is shown as such, never a reason to refuse the rest.""
 
 from __future__ import annotations
 
+import functools
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 
 import click
 from rich.console import Console
@@ -18,6 +20,7 @@ from .._urls import redact_url
 from ..errors import AdvisorChainError
 from ..memory import ChatMemoryRepository, StoredEntry, drop_unreadable, read_entries
 from ..messages import AssistantMessage, Message, ToolResponseMessage
+from ._options import debug_option, memory_option
 from ._setup import DATA_DIR_ENV, CliError
 
 __all__ = [
@@ -29,6 +32,8 @@ __all__ = [
     "sessions",
     "sessions_table",
 ]
+
+_R = TypeVar("_R")
 
 
 @dataclass
@@ -61,6 +66,12 @@ class Store:
         close = getattr(self.repository, "close", None)
         if callable(close):
             close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
 
 
 @dataclass(frozen=True)
@@ -228,12 +239,28 @@ def _console() -> Console:
 
 # -- the commands ----------------------------------------------------------------------------------
 
-_memory_option = click.option(
-    "--memory",
-    metavar="URL",
-    help="sqlite:///file, postgresql://…, redis://… (default: SQLite in the data dir).",
-)
-_debug_option = click.option("--debug", is_flag=True, help="Show the traceback of a failure.")
+
+def _on_the_store(command: Callable[..., _R]) -> Callable[..., _R]:
+    """A sessions command on the ``--memory URL`` store (``--debug`` too): it receives the open
+    store, closed when the command returns."""
+
+    @functools.wraps(command)
+    def run(memory: str | None, debug: bool, **kwargs: Any) -> _R:
+        with open_store(memory) as store:
+            return command(store, **kwargs)
+
+    return memory_option(debug_option(run))
+
+
+def _on_a_session(command: Callable[..., _R]) -> Callable[..., _R]:
+    """A sessions command on session ``NAME`` of the store: it receives the open store and the
+    session as stored (a CliError naming the store when there is none)."""
+
+    @functools.wraps(command)
+    def run(store: Store, name: str, **kwargs: Any) -> _R:
+        return command(store, read_session(store, name), **kwargs)
+
+    return click.argument("name")(_on_the_store(run))
 
 
 @click.group()
@@ -242,83 +269,58 @@ def sessions() -> None:
 
 
 @sessions.command("list")
-@_memory_option
-@_debug_option
-def sessions_list(memory: str | None, debug: bool) -> None:
+@_on_the_store
+def sessions_list(store: Store) -> None:
     """The saved sessions, with their message counts; a damaged one says which messages are unreadable."""
-    store = open_store(memory)
-    try:
-        table = sessions_table(store)
-        if table is None:
-            click.echo("No sessions yet: start one with advisorchain chat --session NAME.")
-            return
-        _console().print(table)
-    finally:
-        store.close()
+    table = sessions_table(store)
+    if table is None:
+        click.echo("No sessions yet: start one with advisorchain chat --session NAME.")
+        return
+    _console().print(table)
 
 
 @sessions.command("show")
-@click.argument("name")
-@_memory_option
-@_debug_option
-def sessions_show(name: str, memory: str | None, debug: bool) -> None:
+@_on_a_session
+def sessions_show(store: Store, state: SessionState) -> None:
     """Every message of session NAME (an unreadable one is named, with why)."""
-    store = open_store(memory)
-    try:
-        state = read_session(store, name)
-        for entry in state.entries:
-            click.echo(render_entry(entry))
-        if state.unreadable:
-            click.echo(
-                f"warning: session {name!r} in {store.label} has {state.damage()}; "
-                f"'advisorchain sessions repair {name}' drops the unreadable ones",
-                err=True,
-            )
-    finally:
-        store.close()
+    for entry in state.entries:
+        click.echo(render_entry(entry))
+    if state.unreadable:
+        click.echo(
+            f"warning: session {state.name!r} in {store.label} has {state.damage()}; "
+            f"'advisorchain sessions repair {state.name}' drops the unreadable ones",
+            err=True,
+        )
 
 
 @sessions.command("delete")
-@click.argument("name")
-@_memory_option
-@_debug_option
-def sessions_delete(name: str, memory: str | None, debug: bool) -> None:
+@_on_a_session
+def sessions_delete(store: Store, state: SessionState) -> None:
     """Delete session NAME (damaged or not)."""
-    store = open_store(memory)
-    try:
-        state = read_session(store, name)
-        with store.errors():
-            store.repository.delete_by_conversation_id(name)
-        click.echo(f"Deleted session {name!r} ({len(state.entries)} messages).")
-    finally:
-        store.close()
+    with store.errors():
+        store.repository.delete_by_conversation_id(state.name)
+    click.echo(f"Deleted session {state.name!r} ({len(state.entries)} messages).")
 
 
 @sessions.command("repair")
-@click.argument("name")
 @click.option("-y", "--yes", "yes", is_flag=True, help="Drop the unreadable messages without asking.")
-@_memory_option
-@_debug_option
-def sessions_repair(name: str, yes: bool, memory: str | None, debug: bool) -> int:
+@_on_a_session
+def sessions_repair(store: Store, state: SessionState, yes: bool) -> int:
     """Drop the messages of session NAME that cannot be read back (after asking); the others stay
     as they are."""
-    store = open_store(memory)
-    try:
-        state = read_session(store, name)
-        if not state.unreadable:
-            click.echo(f"Session {name!r} has no unreadable messages: nothing to repair.")
-            return 0
-        _describe_repair(store, state)
-        if not yes and not _confirm(f"Drop {'them' if len(state.unreadable) > 1 else 'it'}?"):
-            click.echo("Nothing changed (pass --yes to repair without asking).")
-            return 1
-        dropped = repair_session(store, name)
-        kept = len(read_session(store, name, must_exist=False).entries)
-        positions = ", ".join(str(e.position) for e in dropped) or "none"
-        click.echo(f"Dropped {len(dropped)} unreadable message(s) ({positions}) from {name!r}; {kept} kept.")
+    name = state.name
+    if not state.unreadable:
+        click.echo(f"Session {name!r} has no unreadable messages: nothing to repair.")
         return 0
-    finally:
-        store.close()
+    _describe_repair(store, state)
+    if not yes and not _confirm(f"Drop {'them' if len(state.unreadable) > 1 else 'it'}?"):
+        click.echo("Nothing changed (pass --yes to repair without asking).")
+        return 1
+    dropped = repair_session(store, name)
+    kept = len(read_session(store, name, must_exist=False).entries)
+    positions = ", ".join(str(e.position) for e in dropped) or "none"
+    click.echo(f"Dropped {len(dropped)} unreadable message(s) ({positions}) from {name!r}; {kept} kept.")
+    return 0
 
 
 def _describe_repair(store: Store, state: SessionState) -> None:

@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from ..errors import AdvisorChainError
-from ._options import BudgetOptions, ModelOptions, budget_options, model_options
+from ._options import BudgetOptions, ModelOptions, budget_options, debug_option, model_options
 from ._sessions import sessions
 from ._setup import build_model, parse_model
 from .chat import Interrupted, chat
@@ -99,13 +99,9 @@ def _silence_stdout() -> None:
         pass
 
 
-def _debug_option(f: Any) -> Any:
-    return click.option("--debug", is_flag=True, help="Show the traceback of a failure.")(f)
-
-
 @click.group(name="advisorchain", cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="advisorchain", prog_name="advisorchain")
-@_debug_option
+@debug_option
 def app(debug: bool) -> None:
     """Spring AI's advisor chain for Python: chat with tools and memory, and see every hop."""
 
@@ -136,7 +132,7 @@ app.add_command(index)
     "--db", type=click.Path(dir_okay=False, path_type=Path), help="SQLite file (default: a temp dir)."
 )
 @budget_options()
-@_debug_option
+@debug_option
 def demo(
     model: ModelOptions,
     provider: str | None,

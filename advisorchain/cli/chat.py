@@ -15,7 +15,7 @@ from rich.console import Console
 from ..memory import ChatMemory, ChatMemoryRepository
 from ._agent import ask, describe_failure, open_agent
 from ._display import Display, stdin_is_terminal, watch_provider_retries
-from ._options import AgentOptions, agent_options
+from ._options import AgentOptions, agent_options, debug_option
 from ._repl import Conversation, Interrupts, Repl, install_collector, offer_repair
 from ._sessions import Store, damaged_error, open_store, read_session
 from ._setup import CliError, parse_model
@@ -49,7 +49,7 @@ class _Run:
 @agent_options()
 @click.option("--no-stream", is_flag=True, help="Wait for whole answers instead of streaming.")
 @click.option("--trace", is_flag=True, help="After each answer, show the tree of spans of the run.")
-@click.option("--debug", is_flag=True, help="Show the traceback of a failure.")
+@debug_option
 def chat(prompt: str | None, agent: AgentOptions, no_stream: bool, trace: bool, debug: bool) -> int:
     """Chat with a model: interactive (type /help), one-shot with -p, or the question piped on stdin."""
     if agent.model.model is not None:

@@ -27,7 +27,7 @@ from ..messages import AssistantMessage
 from ..model import ChatModel, Prompt
 from ..usage import UsageLimits
 from ._agent import MAX_MESSAGES, agent_client, close_model, open_knowledge_advisor
-from ._options import AgentOptions, agent_options
+from ._options import AgentOptions, agent_options, debug_option
 from ._setup import build_model, load_tools, mcp_servers, parse_model
 
 __all__ = ["DEMO_NOTICE", "demo_eval_model", "eval_command", "load_cases"]
@@ -189,7 +189,7 @@ def _agent(
     type=click.Path(dir_okay=False, path_type=Path),
     help="Write the report as JSON here.",
 )
-@click.option("--debug", is_flag=True, help="Show the traceback of a failure.")
+@debug_option
 def eval_command(
     cases_file: Path,
     agent: AgentOptions,

@@ -23,6 +23,7 @@ from typing import Any
 
 import click
 
+from ._options import debug_option
 from .knowledge import KnowledgeBase, open_knowledge
 
 __all__ = ["index"]
@@ -171,7 +172,7 @@ def _progress(total: int) -> Iterator[tuple[Any, Any]]:
     show_default=True,
     help="Tokens consecutive chunks share.",
 )
-@click.option("--debug", is_flag=True, help="Show the traceback of a failure.")
+@debug_option
 def index(paths: tuple[Path, ...], store_url: str, chunk_size: int, chunk_overlap: int, debug: bool) -> None:
     """Split text and Markdown files (or folders of them) into chunks and add them to a knowledge
     base, for 'chat --knowledge URL'. Re-indexing a changed file replaces its chunks."""

@@ -87,9 +87,10 @@ def _answer_text(response: ChatClientResponse) -> str:
 
 
 class _RetrievalAdvisor(ABC):
-    """What both advisors share: retrieve before the chain goes on, carry the documents, read the
-    citations back. A subclass says how it retrieves (``_retrieve``)."""
+    """What both advisors share: their default order, retrieving before the chain goes on, carrying
+    the documents, reading the citations back. A subclass says how it retrieves (``_retrieve``)."""
 
+    DEFAULT_ORDER: ClassVar[int] = DEFAULT_ORDER
     _name: ClassVar[str]
 
     def __init__(self, order: int) -> None:
@@ -175,7 +176,6 @@ class QuestionAnswerAdvisor(_RetrievalAdvisor):
     """
 
     FILTER_EXPRESSION: ClassVar[str] = "qa_filter_expression"
-    DEFAULT_ORDER: ClassVar[int] = DEFAULT_ORDER
     _name = "Question Answer Advisor"
 
     def __init__(
@@ -219,7 +219,6 @@ class RetrievalAugmentationAdvisor(_RetrievalAdvisor):
     """
 
     DOCUMENT_CONTEXT: ClassVar[str] = "rag_document_context"
-    DEFAULT_ORDER: ClassVar[int] = DEFAULT_ORDER
     _name = "Retrieval Augmentation Advisor"
 
     def __init__(

@@ -168,3 +168,22 @@ async def test_concurrent_tasks_lose_nothing(store: Any) -> None:
 def test_equally_similar_documents_keep_insertion_order(store: Any) -> None:
     store.add([Document("same words", {"n": i}, id=f"d{i}") for i in range(6)])
     assert [d.id for d in store.similarity_search(SearchRequest("same words", top_k=4))] == ["d0", "d1", "d2", "d3"]
+
+
+class ZeroForBlankModel(WordsEmbeddingModel):
+    """Like ``WordsEmbeddingModel``, but a text with no word gets the zero vector, whose cosine
+    distance no database can measure (sqlite-vec answers NULL, pgvector NaN)."""
+
+    def _vector(self, text: str) -> list[float]:
+        return super()._vector(text) if text.strip(" .") else [0.0] * self.dimensions
+
+
+def test_a_document_with_a_zero_vector_is_found_last_and_fails_no_search(make_store: StoreFactory) -> None:
+    hybrid = make_store.kind in HYBRID  # type: ignore[attr-defined]
+    for options in [{"hybrid": False}, {"hybrid": True}] if hybrid else [{}]:
+        store = make_store(ZeroForBlankModel(), **options)
+        store.add([Document("...", id="blank"), Document("red apples", id="apples"), Document("red cars", id="cars")])
+        found = store.similarity_search(SearchRequest("red apples", top_k=5))
+        assert [d.id for d in found] == ["apples", "cars", "blank"], options  # nothing dropped, nothing made up
+        if not options.get("hybrid"):
+            assert found[-1].score == 0.0

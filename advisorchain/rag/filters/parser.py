@@ -19,6 +19,7 @@ ValueError) naming the 1-based position.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
@@ -190,17 +191,18 @@ class _Parser(Generic[N]):
         return node
 
     def expr(self) -> N:
-        node = self.and_expr()
-        while self.kind() == "or" or self.keyword("or"):
-            self.take()
-            node = self.make.or_(node, self.and_expr())
-        return node
+        return self.joined("or", self.make.or_, self.and_expr)
 
     def and_expr(self) -> N:
-        node = self.unary()
-        while self.kind() == "and" or self.keyword("and"):
+        return self.joined("and", self.make.and_, self.unary)
+
+    def joined(self, word: Literal["and", "or"], join: Callable[[N, N], N], operand: Callable[[], N]) -> N:
+        """``operand (word operand)*``, joined from the left (``word``: the keyword or its symbol,
+        ``&&`` / ``||``)."""
+        node = operand()
+        while self.kind() == word or self.keyword(word):
             self.take()
-            node = self.make.and_(node, self.unary())
+            node = join(node, operand())
         return node
 
     def unary(self) -> N:

@@ -24,7 +24,8 @@ __all__ = ["PostgresFilterTranslator", "SQLiteFilterTranslator", "SqlFilterTrans
 
 
 class SqlFilterTranslator(ABC):
-    """Turns a filter into ``(sql, params)``: a boolean SQL expression over one row's metadata.
+    """Turns a filter into ``(sql, params)``: a boolean SQL expression over one row's metadata,
+    which ``column`` names (``metadata``, or ``d.metadata`` under a table alias).
 
     Subclasses give ``kind_test`` (the key holds a value of a kind), ``value_of`` (the key's value
     as a comparable SQL value), ``null_test`` (missing or None) and ``literal`` (a literal as bound).
@@ -32,6 +33,9 @@ class SqlFilterTranslator(ABC):
 
     placeholder: ClassVar[str] = "?"
     false: ClassVar[str] = "0"
+
+    def __init__(self, column: str = "metadata") -> None:
+        self.column = column
 
     def translate(self, node: Filter) -> tuple[str, list[Any]]:
         """The SQL expression for ``node`` and its parameters, in order."""
@@ -121,9 +125,6 @@ class SQLiteFilterTranslator(SqlFilterTranslator):
         "boolean": "IN ('true', 'false')",
     }
 
-    def __init__(self, column: str = "metadata") -> None:
-        self.column = column
-
     @staticmethod
     def path(key: str) -> str:
         """The JSON path naming one flat key (dots, quotes and all kept literally)."""
@@ -175,9 +176,6 @@ class PostgresFilterTranslator(SqlFilterTranslator):
         "number": "%s::numeric",
         "boolean": "%s::boolean",
     }
-
-    def __init__(self, column: str = "metadata") -> None:
-        self.column = column
 
     def kind_test(self, key: str, kind: str, params: list[Any]) -> str:
         params.append(key)

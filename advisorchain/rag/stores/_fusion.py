@@ -1,4 +1,9 @@
-"""The keyword side of a hybrid search and the fusion of two rankings.
+"""What the SQL stores' searches share: how many candidates each side ranks, the vector side's
+distances as similarities, the keyword side of a hybrid search and the fusion of two rankings.
+
+A cosine distance becomes the similarity ``1 - distance``, clamped to [0, 1]; a distance the database
+could not measure (a zero vector: NULL in sqlite-vec, NaN in pgvector) counts as the farthest, so such
+a document is ranked last instead of failing the search.
 
 The user's text never reaches the full-text engine as it is: it is cut into words (letters, digits
 and underscores, so ``max_wal_size`` and ``E1054`` stay whole), lowercased, very common words dropped,
@@ -8,11 +13,12 @@ arithmetic; a tie goes to the better keyword rank, then the better vector rank, 
 
 from __future__ import annotations
 
+import math
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from fractions import Fraction
 
-__all__ = ["RRF_K", "fuse", "keyword_query", "keyword_terms"]
+__all__ = ["RRF_K", "candidate_count", "fuse", "keyword_query", "keyword_terms", "nearest_first"]
 
 RRF_K = 60
 
@@ -27,6 +33,27 @@ STOP_WORDS = frozenset(
     they this those through to too under until up very was we were what when where which while who
     whom why will with would you your yours yourself yourselves""".split()  # noqa: SIM905
 )
+
+
+def candidate_count(top_k: int, *, hybrid: bool) -> int:
+    """How many rows each side of a search ranks: ``top_k``, or more when two rankings are fused
+    (a row ranked low on one side may come first on the other)."""
+    return max(top_k * 3, 30) if hybrid else top_k
+
+
+def nearest_first(rows: Iterable[tuple[int, float | None]], threshold: float) -> list[tuple[int, float]]:
+    """The vector side's ``(row, cosine distance)`` pairs as ``(row, similarity)``, nearest first (a
+    tie: the older row), those under ``threshold`` left out."""
+    measured = sorted(((row, _distance(distance)) for row, distance in rows), key=lambda r: (r[1], r[0]))
+    similar = ((row, min(max(1.0 - distance, 0.0), 1.0)) for row, distance in measured)
+    return [(row, similarity) for row, similarity in similar if similarity >= threshold]
+
+
+def _distance(value: float | None) -> float:
+    """A cosine distance; none measured (NULL or NaN: a zero vector) as the farthest, 2."""
+    if value is None or math.isnan(value):
+        return 2.0
+    return float(value)
 
 
 def keyword_terms(text: str) -> list[str]:

@@ -29,7 +29,7 @@ from ..documents import Document
 from ..embeddings import model_dimensions, model_name
 from ..filters import Filter, PostgresFilterTranslator
 from ..search import SearchRequest
-from ._fusion import fuse, keyword_terms
+from ._fusion import candidate_count, fuse, keyword_terms, nearest_first
 from ._pg import Connections, PgVector, drivers, metadata_json, server_name, vector_dumper
 from .api import BaseVectorStore
 
@@ -272,7 +272,7 @@ class PostgresVectorStore(BaseVectorStore):
                 return []
             self.check_dimension(dims, model, len(vector))
             where, params = self._where(request.filter)
-            wanted = max(request.top_k * 3, 30) if self.hybrid else request.top_k
+            wanted = candidate_count(request.top_k, hybrid=self.hybrid)
             [query] = PgVector.batch([vector])
             similar = self._vector_side(conn, query, wanted, where, params, request.similarity_threshold)
             if not self.hybrid:
@@ -295,13 +295,7 @@ class PostgresVectorStore(BaseVectorStore):
             # The index may have stopped short (its scan limit, vectors it does not hold): ask again
             # with an ordering it cannot serve, so every matching row is measured.
             rows = conn.execute(self._sql["exact"](where=where_sql), arguments).fetchall()
-        rows.sort(key=lambda r: (_distance(r[1]), r[0]))
-        out = []
-        for seq, distance in rows:
-            similarity = min(max(1.0 - _distance(distance), 0.0), 1.0)
-            if similarity >= threshold:
-                out.append((seq, similarity))
-        return out
+        return nearest_first(rows, threshold)
 
     def _keyword_side(self, conn: Any, text: str, wanted: int, where: str, params: list[Any]) -> list[int]:
         terms = keyword_terms(text)
@@ -329,12 +323,6 @@ def _texts(metadata: Mapping[str, Any]) -> Iterator[str]:
         for item in value if isinstance(value, list) else [value]:
             if isinstance(item, str):
                 yield item
-
-
-def _distance(value: Any) -> float:
-    """A cosine distance; NaN (a zero vector) as the farthest."""
-    distance = float(value)
-    return 2.0 if distance != distance else distance
 
 
 def _statements(sql: Any, name: str) -> dict[str, Any]:

@@ -25,7 +25,7 @@ from ..documents import Document
 from ..embeddings import model_dimensions, model_name
 from ..filters import Filter, SQLiteFilterTranslator
 from ..search import SearchRequest
-from ._fusion import fuse, keyword_query
+from ._fusion import candidate_count, fuse, keyword_query, nearest_first
 from .api import BaseVectorStore
 
 __all__ = ["SQLiteVectorStore"]
@@ -265,11 +265,11 @@ class SQLiteVectorStore(BaseVectorStore):
                 return []
             self.check_dimension(dims, model, len(vector))
             restrict, params = self._restriction(request.filter)
-            wanted = max(request.top_k * 3, 30) if self.hybrid else request.top_k
+            wanted = candidate_count(request.top_k, hybrid=self.hybrid)
             blob = np.asarray(vector, dtype=np.float32).tobytes()
             similar = self._vector_side(conn, blob, wanted, restrict, params, request.similarity_threshold)
             if not self.hybrid:
-                ranked = [(row, similarity) for row, similarity in similar][: request.top_k]
+                ranked = similar[: request.top_k]
             else:
                 keyword = self._keyword_side(conn, request.query, wanted, request.filter)
                 ranked = fuse([row for row, _ in similar], keyword)[: request.top_k]
@@ -294,13 +294,7 @@ class SQLiteVectorStore(BaseVectorStore):
                 "ORDER BY distance, rowid LIMIT ?"
             )
             rows = conn.execute(sql, [blob, *params, wanted]).fetchall()
-        rows.sort(key=lambda r: (r[1], r[0]))
-        out = []
-        for rowid, distance in rows:
-            similarity = min(max(1.0 - float(distance), 0.0), 1.0)
-            if similarity >= threshold:
-                out.append((rowid, similarity))
-        return out
+        return nearest_first(rows, threshold)
 
     def _keyword_side(
         self,
