@@ -13,9 +13,10 @@ import asyncio
 import copy
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, TypedDict, TypeVar
+from typing import Any, Generic
 
 from pydantic import TypeAdapter
+from typing_extensions import TypeVar
 
 from .._checks import check_conversation_id
 from .._run_meter import RUN_METER, RunMeter
@@ -51,7 +52,7 @@ __all__ = [
     "DurableResult",
     "DurableToolError",
     "Emit",
-    "RunRequest",
+    "OutputT",
     "WaitForDecisions",
     "check_decisions",
     "pending_from_dicts",
@@ -60,7 +61,9 @@ __all__ = [
     "run_result",
 ]
 
-T = TypeVar("T")
+OutputT = TypeVar("OutputT", default=str | None)
+"""The output of a durable agent's runs: the answer's text (``str | None``) unless the agent has an
+``output_type``; the one type variable of ``TemporalAgent``, ``DBOSAgent`` and ``DurableResult``."""
 
 RUN_ID = "run_id"
 """The ToolContext key of a durable run's workflow id (see ``run_agent``)."""
@@ -80,26 +83,12 @@ _MEMORY_OPS = ("get", "add", "clear")
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.")
 
 
-class RunRequest(TypedDict, total=False):
-    """What a durable run is asked besides its user text, the same on every engine: the keywords of
-    the agents' ``start``, ``run`` and ``stream`` (checked by ``run_input``)."""
-
-    messages: Iterable[Message]
-    """Messages before the user text (a conversation resumed without memory, say)."""
-    system: str | None
-    """The system text."""
-    conversation_id: str | None
-    """The memory conversation of the run."""
-    tool_context: Mapping[str, Any] | None
-    """What every tool call's ``ToolContext`` holds (``run_id`` and ``tool_call_id`` are added)."""
-
-
 @dataclass(frozen=True, slots=True)
-class DurableResult(Generic[T]):
+class DurableResult(Generic[OutputT]):
     """The outcome of a durable run: ``output`` (the answer's text, or an instance of the agent's
     ``output_type``) and the final ``chat_response`` (usage summed over the tool loop's rounds)."""
 
-    output: T
+    output: OutputT
     chat_response: ChatResponse | None
 
 
@@ -122,11 +111,7 @@ class DurableParts:
     """
 
     def __init__(
-        self,
-        client: ChatClient,
-        name: str,
-        tools: Iterable[object] = (),
-        workflow_tools: Iterable[object] = (),
+        self, client: ChatClient, name: str, tools: Iterable[object], workflow_tools: Iterable[object]
     ) -> None:
         if not isinstance(client, ChatClient):
             raise ChainConfigurationError(

@@ -20,7 +20,7 @@ for days if need be, across process and database restarts. The loop then resumes
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable, Mapping
-from typing import Any, Generic, TypeVar, Unpack, overload
+from typing import Any, Generic, Unpack
 
 from dbos import DBOS, SetWorkflowID, WorkflowHandleAsync
 
@@ -28,11 +28,12 @@ from ..advisors import ToolCallingAdvisor
 from ..client import ChatClient
 from ..messages import ToolCall
 from ..model import ChatResponse
+from . import RunRequest
 from ._agent import (
     DurableParts,
     DurableResult,
     DurableToolError,
-    RunRequest,
+    OutputT,
     check_decisions,
     pending_from_dicts,
     run_agent,
@@ -42,8 +43,6 @@ from ._agent import (
 from ._codec import response_from_dict
 
 __all__ = ["DECISIONS_TOPIC", "PENDING_EVENT", "STREAM_KEY", "DBOSAgent", "DurableResult", "DurableToolError"]
-
-T = TypeVar("T")
 
 STREAM_KEY = "advisorchain.chunks"
 """The DBOS stream of a run that carries its model chunks (``DBOS.read_stream_async(id, STREAM_KEY)``)."""
@@ -59,7 +58,7 @@ round (send it with ``agent.decide``); a message for another round or other ids 
 _RECV_SECONDS = 24 * 3600.0  # one durable wait; the workflow waits again until decided
 
 
-class DBOSAgent(Generic[T]):
+class DBOSAgent(Generic[OutputT]):
     """Runs a ChatClient's requests as DBOS workflows: the advisor chain and tool loop are the
     workflow's code; model calls, the agent's tools (the client's default tools, MCP servers
     included, plus ``tools``) and memory reads/writes are steps named ``<name>.model``,
@@ -73,28 +72,6 @@ class DBOSAgent(Generic[T]):
     code raised unexpectedly (model and tool failures are results, never retried).
     """
 
-    @overload
-    def __init__(
-        self: DBOSAgent[str | None],
-        client: ChatClient,
-        *,
-        name: str,
-        tools: Iterable[object] = (),
-        workflow_tools: Iterable[object] = (),
-        output_type: None = None,
-        step_max_attempts: int = 3,
-    ) -> None: ...
-    @overload
-    def __init__(
-        self: DBOSAgent[T],
-        client: ChatClient,
-        *,
-        name: str,
-        tools: Iterable[object] = (),
-        workflow_tools: Iterable[object] = (),
-        output_type: type[T],
-        step_max_attempts: int = 3,
-    ) -> None: ...
     def __init__(
         self,
         client: ChatClient,
@@ -102,7 +79,7 @@ class DBOSAgent(Generic[T]):
         name: str,
         tools: Iterable[object] = (),
         workflow_tools: Iterable[object] = (),
-        output_type: Any = None,
+        output_type: type[OutputT] | None = None,
         step_max_attempts: int = 3,
     ) -> None:
         if (
@@ -136,7 +113,7 @@ class DBOSAgent(Generic[T]):
         with SetWorkflowID(workflow_id):
             return await DBOS.start_workflow_async(self._workflow, payload)
 
-    async def result(self, handle: WorkflowHandleAsync[dict[str, Any]] | str) -> DurableResult[T]:
+    async def result(self, handle: WorkflowHandleAsync[dict[str, Any]] | str) -> DurableResult[OutputT]:
         """Wait for a run (its handle or workflow id) and return its result."""
         if isinstance(handle, str):
             handle = await DBOS.retrieve_workflow_async(handle)
@@ -144,7 +121,7 @@ class DBOSAgent(Generic[T]):
 
     async def run(
         self, user: str | None = None, *, workflow_id: str | None = None, **request: Unpack[RunRequest]
-    ) -> DurableResult[T]:
+    ) -> DurableResult[OutputT]:
         """Run one request durably and return its result: ``output`` and the final chat response."""
         return await self.result(await self.start(user, workflow_id=workflow_id, **request))
 

@@ -24,7 +24,7 @@ import asyncio
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from datetime import timedelta
-from typing import Any, ClassVar, Generic, TypeVar, Unpack, overload
+from typing import Any, ClassVar, Generic, Unpack
 
 from temporalio import activity, workflow
 from temporalio.client import Client, WorkflowHandle
@@ -35,11 +35,12 @@ from ..client import ChatClient
 from ..errors import AdvisorChainError
 from ..messages import ToolCall
 from ..model import ChatResponse
+from . import RunRequest
 from ._agent import (
     DurableParts,
     DurableResult,
     DurableToolError,
-    RunRequest,
+    OutputT,
     check_decisions,
     pending_from_dicts,
     run_agent,
@@ -58,8 +59,6 @@ __all__ = [
     "TemporalAgent",
 ]
 
-T = TypeVar("T")
-
 CHUNKS_SIGNAL = "advisorchain.chunks"
 """Signal by which a streaming model activity hands its chunks (a list of dicts) to the workflow."""
 
@@ -76,7 +75,7 @@ pending call; its validator rejects unknown or missing call ids (send it with ``
 _FLUSH_SECONDS = 0.05
 
 
-class TemporalAgent(Generic[T]):
+class TemporalAgent(Generic[OutputT]):
     """Runs a ChatClient's requests as Temporal workflows: the advisor chain and tool loop are the
     workflow's code; model calls, the agent's tools (the client's default tools, MCP servers
     included, plus ``tools``) and memory reads/writes are activities named ``<name>.model``,
@@ -92,30 +91,6 @@ class TemporalAgent(Generic[T]):
     ``retry_policy`` (default: 3 attempts); model and tool failures are results, never retried.
     """
 
-    @overload
-    def __init__(
-        self: TemporalAgent[str | None],
-        client: ChatClient,
-        *,
-        name: str,
-        tools: Iterable[object] = (),
-        workflow_tools: Iterable[object] = (),
-        output_type: None = None,
-        start_to_close_timeout: timedelta = ...,
-        retry_policy: RetryPolicy | None = None,
-    ) -> None: ...
-    @overload
-    def __init__(
-        self: TemporalAgent[T],
-        client: ChatClient,
-        *,
-        name: str,
-        tools: Iterable[object] = (),
-        workflow_tools: Iterable[object] = (),
-        output_type: type[T],
-        start_to_close_timeout: timedelta = ...,
-        retry_policy: RetryPolicy | None = None,
-    ) -> None: ...
     def __init__(
         self,
         client: ChatClient,
@@ -123,7 +98,7 @@ class TemporalAgent(Generic[T]):
         name: str,
         tools: Iterable[object] = (),
         workflow_tools: Iterable[object] = (),
-        output_type: Any = None,
+        output_type: type[OutputT] | None = None,
         start_to_close_timeout: timedelta = timedelta(seconds=60),
         retry_policy: RetryPolicy | None = None,
     ) -> None:
@@ -172,7 +147,7 @@ class TemporalAgent(Generic[T]):
         payload = run_input(user, stream=stream, **request)
         return await temporal.start_workflow(self.workflow_name, payload, id=id, task_queue=task_queue)
 
-    async def result(self, handle: WorkflowHandle[Any, Any]) -> DurableResult[T]:
+    async def result(self, handle: WorkflowHandle[Any, Any]) -> DurableResult[OutputT]:
         """Wait for a run and return its result."""
         return run_result(await handle.result(), self.output_type)
 
@@ -184,7 +159,7 @@ class TemporalAgent(Generic[T]):
         id: str,
         task_queue: str,
         **request: Unpack[RunRequest],
-    ) -> DurableResult[T]:
+    ) -> DurableResult[OutputT]:
         """Run one request durably and return its result: ``output`` and the final chat response."""
         return await self.result(await self.start(temporal, user, id=id, task_queue=task_queue, **request))
 

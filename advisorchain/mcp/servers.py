@@ -67,6 +67,7 @@ class _McpServer:
 
     def __init__(
         self,
+        label: str,
         *,
         tool_prefix: str | None,
         requires_approval: ApprovalRule,
@@ -89,6 +90,7 @@ class _McpServer:
         self.tool_prefix = tool_prefix
         self.requires_approval = requires_approval
         self.timeout = float(timeout)
+        self._label = label  # the command line or the URL (credentials redacted), for messages
         self._connection: Connection | None = None
         self._closed = False
         self._tools: tuple[_McpTool, ...] = ()
@@ -98,9 +100,6 @@ class _McpServer:
 
     def _open_client(self, on_message: MessageHandlerFnT) -> AbstractAsyncContextManager[mcp.Client]:
         raise TypeError(f"{type(self).__name__} does not say how to connect")  # pragma: no cover
-
-    def _label(self) -> str:
-        raise TypeError(f"{type(self).__name__} has no label")  # pragma: no cover
 
     def _start_hint(self, error: BaseException) -> str:
         return ""
@@ -112,7 +111,7 @@ class _McpServer:
             raise ChainConfigurationError(
                 f"MCP server {self!r} is already entered; leave it before entering again"
             )
-        connection = Connection(self._client_with_info, self._set_tools, f"advisorchain-mcp {self._label()}")
+        connection = Connection(self._client_with_info, self._set_tools, f"advisorchain-mcp {self._label}")
         try:
             async with asyncio.timeout(self.timeout):
                 await connection.start()
@@ -165,7 +164,7 @@ class _McpServer:
     @property
     def name(self) -> str:
         """The server's own name once entered (its ``serverInfo``), else its command or URL."""
-        return self._server_name or self._label()
+        return self._server_name or self._label
 
     def get_tool_callbacks(self) -> list[ToolCallback]:
         """The server's tools as ToolCallbacks (the list as last fetched); raises
@@ -312,9 +311,8 @@ class McpServerStdio(_McpServer):
             raise ValueError(f"command must be the program that starts the MCP server, got {command!r}")
         if isinstance(args, str) or not all(isinstance(a, str) for a in args):
             raise ValueError(f"args must be a sequence of strings (one per argument), got {args!r}")
-        if env is not None and not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
-            raise ValueError(f"env must map variable names to string values, got {env!r}")
         super().__init__(
+            shlex.join([command, *args]),
             tool_prefix=tool_prefix,
             requires_approval=requires_approval,
             timeout=timeout,
@@ -322,14 +320,11 @@ class McpServerStdio(_McpServer):
         )
         self.command = command
         self.args = tuple(args)
-        self.env = dict(env) if env is not None else None
+        self.env = _string_map(env, "env", "variable names")
         self.cwd = cwd
 
     def __repr__(self) -> str:
         return f"McpServerStdio({self.command!r}, {list(self.args)!r})"
-
-    def _label(self) -> str:
-        return shlex.join([self.command, *self.args])
 
     def _open_client(self, on_message: MessageHandlerFnT) -> AbstractAsyncContextManager[mcp.Client]:
         params = mcp.StdioServerParameters(
@@ -349,7 +344,7 @@ class McpServerStdio(_McpServer):
         if isinstance(error, MCPError) and error.code == mcp_types.CONNECTION_CLOSED:
             return (
                 "; the server process exited before the session started. "
-                f"Run `{self._label()}` in a shell to see why"
+                f"Run `{self._label}` in a shell to see why"
             )
         return ""
 
@@ -390,24 +385,18 @@ class McpServerHttp(_McpServer):
             raise ValueError(
                 f"url must be an http:// or https:// URL of a streamable-HTTP MCP endpoint, got {url!r}"
             )
-        if headers is not None and not all(
-            isinstance(k, str) and isinstance(v, str) for k, v in headers.items()
-        ):
-            raise ValueError(f"headers must map header names to string values, got {headers!r}")
         super().__init__(
+            redact_url(url),
             tool_prefix=tool_prefix,
             requires_approval=requires_approval,
             timeout=timeout,
             max_result_bytes=max_result_bytes,
         )
         self.url = url
-        self.headers = dict(headers) if headers is not None else None
+        self.headers = _string_map(headers, "headers", "header names")
 
     def __repr__(self) -> str:
-        return f"McpServerHttp({redact_url(self.url)!r})"
-
-    def _label(self) -> str:
-        return redact_url(self.url)
+        return f"McpServerHttp({self._label!r})"
 
     def _open_client(self, on_message: MessageHandlerFnT) -> AbstractAsyncContextManager[mcp.Client]:
         return mcp.Client(self._transport(), mode="legacy", message_handler=on_message, cache=None)
@@ -425,6 +414,17 @@ class McpServerHttp(_McpServer):
         if isinstance(error, httpx2.ConnectError):
             return f"; is the server running and listening at {redact_url(self.url)!r}?"
         return ""
+
+
+def _string_map(value: Mapping[str, str] | None, name: str, keys: str) -> dict[str, str] | None:
+    """A copy of ``value`` (None stays None), refused unless it maps ``keys`` to strings."""
+    if value is None:
+        return None
+    if not isinstance(value, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    ):
+        raise ValueError(f"{name} must map {keys} to string values, got {value!r}")
+    return dict(value)
 
 
 def _arguments(arguments: str, tool_name: str) -> dict[str, Any]:

@@ -86,9 +86,8 @@ async def test_a_tool_in_a_model_activity_cannot_run() -> None:
 
 async def test_memory_in_workflow_code_refuses_to_block_and_names_its_async_form() -> None:
     memory = MessageWindowChatMemory(InMemoryChatMemoryRepository())
-    parts = DurableParts(
-        ChatClient(ScriptedChatModel(["hi"]), default_advisors=[MessageChatMemoryAdvisor(memory)]), "a"
-    )
+    client = ChatClient(ScriptedChatModel(["hi"]), default_advisors=[MessageChatMemoryAdvisor(memory)])
+    parts = DurableParts(client, "a", tools=(), workflow_tools=())
 
     async def dispatch(seam: str, payload: object) -> object:
         raise AssertionError(seam)
@@ -101,7 +100,8 @@ async def test_memory_in_workflow_code_refuses_to_block_and_names_its_async_form
 
 def test_two_tools_of_one_name_are_refused_naming_it() -> None:
     with pytest.raises(ChainConfigurationError, match="'lookup'"):
-        DurableParts(ChatClient(ScriptedChatModel(["hi"]), default_tools=[lookup]), "a", tools=[lookup])
+        client = ChatClient(ScriptedChatModel(["hi"]), default_tools=[lookup])
+        DurableParts(client, "a", tools=[lookup], workflow_tools=())
 
 
 def test_decisions_are_encoded_for_the_wire_with_true_and_false_as_approved_and_denied() -> None:
@@ -145,7 +145,7 @@ async def test_a_model_error_comes_back_of_its_own_class_from_the_model_seam(err
     def fail(prompt: Prompt) -> AssistantMessage:
         raise error
 
-    parts = DurableParts(ChatClient(FunctionChatModel(fail)), "errs")
+    parts = DurableParts(ChatClient(FunctionChatModel(fail)), "errs", tools=(), workflow_tools=())
 
     async def dispatch(seam: str, payload: object) -> object:
         return await parts.call_model(payload, None)  # type: ignore[arg-type]
@@ -167,7 +167,8 @@ async def test_a_tool_results_media_survive_the_tool_seam() -> None:
         """A chart."""
         return ToolText("the chart", [Media("image/png", data=b"\x89PNG")])
 
-    parts = DurableParts(ChatClient(ScriptedChatModel([]), default_tools=[chart]), "media")
+    client = ChatClient(ScriptedChatModel([]), default_tools=[chart])
+    parts = DurableParts(client, "media", tools=(), workflow_tools=())
     recorded = await parts.seams()[parts.tool_seam("chart")]({"arguments": "{}", "context": None})
 
     back = tool_result_from_dict(recorded)

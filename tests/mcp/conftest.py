@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -21,13 +22,18 @@ from tests.support.processes import child_pids
 @pytest.fixture
 def no_leftovers() -> Iterator[None]:
     """Fails the test when it leaves a server process or session thread behind."""
-    processes, threads = child_pids(), mcp_threads()
+    processes, threads = child_pids(), Counter(mcp_threads())
     yield
     deadline = time.monotonic() + 120  # a bound for a hang: they usually end at once
-    while (child_pids() - processes or len(mcp_threads()) > len(threads)) and time.monotonic() < deadline:
+
+    def new_threads() -> Counter[str]:
+        # A thread of an earlier test may still have been ending when this one began: gone now, fine.
+        return Counter(mcp_threads()) - threads
+
+    while (child_pids() - processes or new_threads()) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert child_pids() - processes == set()
-    assert mcp_threads() == threads
+    assert new_threads() == Counter()
 
 
 @pytest.fixture(scope="session")

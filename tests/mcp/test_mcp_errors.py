@@ -7,6 +7,7 @@ import asyncio
 import json
 import sys
 import time
+from collections.abc import Callable
 
 import pytest
 
@@ -212,6 +213,35 @@ def test_args_given_as_one_string_are_refused() -> None:
 def test_a_url_that_is_not_http_is_refused() -> None:
     with pytest.raises(ValueError, match="'localhost:8000/mcp'"):
         McpServerHttp("localhost:8000/mcp")
+
+
+@pytest.mark.parametrize(
+    ("server", "match"),
+    [
+        (
+            lambda: McpServerStdio("python", env={"TOKEN": 42}),
+            r"env must map variable names to string values.*42",
+        ),
+        (lambda: McpServerStdio("python", env=["TOKEN=x"]), r"env must map .*\['TOKEN=x'\]"),
+        (
+            lambda: McpServerHttp("http://127.0.0.1:1/mcp", headers={"Authorization": None}),
+            "headers must map header names to string values.*None",
+        ),
+    ],
+)
+def test_env_and_headers_that_are_not_strings_by_name_are_refused_naming_the_value(
+    server: Callable[[], object], match: str
+) -> None:
+    with pytest.raises(ValueError, match=match):
+        server()
+
+
+def test_env_and_headers_are_kept_as_copies_of_what_was_given() -> None:
+    env, headers = {"TOKEN": "x"}, {"Authorization": "Bearer t"}
+    stdio, http = McpServerStdio("python", env=env), McpServerHttp("http://127.0.0.1:1/mcp", headers=headers)
+    env["TOKEN"], headers["Authorization"] = "changed", "changed"
+    assert (stdio.env, http.headers) == ({"TOKEN": "x"}, {"Authorization": "Bearer t"})
+    assert (McpServerStdio("python").env, McpServerHttp("http://127.0.0.1:1/mcp").headers) == (None, None)
 
 
 async def _in_flight(server: McpServerHttp, seconds: float = 120.0) -> None:
