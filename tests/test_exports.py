@@ -44,6 +44,7 @@ _SECTIONS = {
     "advisorchain.durable.temporal": "TemporalAgent DurableResult DurableToolError CHUNKS_SIGNAL CHUNKS_QUERY "
     "PENDING_QUERY DECIDE_UPDATE",
     "advisorchain.durable.dbos": "DBOSAgent DurableResult DurableToolError STREAM_KEY PENDING_EVENT DECISIONS_TOPIC",
+    "advisorchain.durable": "RunRequest",
     "advisorchain.mcp": "McpServerStdio McpServerHttp serve",
     "advisorchain.web": "create_app",
     "advisorchain.evaluation": "EvaluationRequest EvaluationResult Evaluator LLMJudgeEvaluator RelevancyEvaluator "
