@@ -14,8 +14,8 @@ Anthropic Messages            ``image/*`` and ``application/pdf`` (data, url), `
 What a tool returned besides text (``ToolResponse.media``, an MCP tool's image say) goes to the
 model too, never as base64 text: Anthropic takes images and PDFs inside the ``tool_result``; the
 OpenAI APIs take them in a user message right after the tool responses, its text naming the tool
-call. A medium a model takes in neither place is one line in the tool's text instead, naming its
-type and size (``tool_media``).
+call (``tool_outputs``). A medium a model takes in neither place is one line in the tool's text
+instead, naming its type and size (``tool_media``).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typing import Any
 
 from .._urls import redact_url
 from ..errors import ModelError, UnsupportedRequestError
-from ..messages import Media, ToolResponse
+from ..messages import Media, ToolResponse, ToolResponseMessage, UserMessage
 
 __all__ = [
     "anthropic_blocks",
@@ -34,7 +34,12 @@ __all__ = [
     "responses_parts",
     "tool_media",
     "tool_media_heading",
+    "tool_outputs",
+    "user_content",
 ]
+
+Convert = Callable[[Sequence[Media]], list[dict[str, Any]]]
+"""A provider's converter of media to its request parts (``openai_chat_parts``...)."""
 
 _PDF = "application/pdf"
 _AUDIO_FORMATS = {"audio/wav": "wav", "audio/x-wav": "wav", "audio/mpeg": "mp3", "audio/mp3": "mp3"}
@@ -139,9 +144,7 @@ def describe_media(media: Media) -> str:
     return f"{media.mime_type}, {where}"
 
 
-def tool_media(
-    response: ToolResponse, convert: Callable[[Sequence[Media]], list[dict[str, Any]]], where: str
-) -> tuple[str, list[dict[str, Any]]]:
+def tool_media(response: ToolResponse, convert: Convert, where: str) -> tuple[str, list[dict[str, Any]]]:
     """A tool response's text and the provider parts of its media that ``convert`` (one of the
     converters above) takes; a medium it refuses becomes a line of the text naming its type and
     size (``where`` says what it could not go in). When the text is empty and media go along, the
@@ -167,3 +170,38 @@ def tool_media(
 def tool_media_heading(response: ToolResponse) -> str:
     """The text before a tool call's media in the user message that carries them."""
     return f"Attachments returned by tool call {response.id} ({response.name}):"
+
+
+# -- the OpenAI APIs: a message's text and media as content parts ----------------------------------
+
+
+def user_content(message: UserMessage, convert: Convert, text_type: str) -> str | list[dict[str, Any]]:
+    """An OpenAI user message's ``content``: its text alone, or its text as a ``text_type`` part
+    (``text``, ``input_text``) followed by the parts ``convert`` makes of its media."""
+    if not message.media:
+        return message.text
+    text = [{"type": text_type, "text": message.text}] if message.text else []
+    return [*text, *convert(message.media)]
+
+
+def tool_outputs(
+    message: ToolResponseMessage,
+    output: Callable[[str, str], dict[str, Any]],
+    convert: Convert,
+    text_type: str,
+) -> tuple[dict[str, Any], ...]:
+    """The OpenAI items of a round's tool responses: ``output(call id, text)`` for each — then,
+    when the tools returned media, which an output cannot carry, one user message with them, each
+    call's media after a ``text_type`` part naming the call."""
+    if not any(r.media for r in message.responses):
+        return tuple(output(r.id, r.response_data) for r in message.responses)
+    items: list[dict[str, Any]] = []
+    attached: list[dict[str, Any]] = []
+    for response in message.responses:
+        text, parts = tool_media(response, convert, "in a message")
+        items.append(output(response.id, text))
+        if parts:
+            attached += [{"type": text_type, "text": tool_media_heading(response)}, *parts]
+    if attached:
+        items.append({"role": "user", "content": attached})
+    return tuple(items)

@@ -34,37 +34,36 @@ from ..messages import (
     UserMessage,
 )
 from ..model import ChatResponse, ChatResponseMetadata, Generation, Prompt, Usage
-from ._base import HttpChatModel, StreamAssembly
+from ._base import StreamAssembly
+from ._clients import OPENAI, client_for, require_sdk
 from ._common import (
-    as_int,
     as_str,
     finish_reason_or_default,
     new_tool_call_id,
+    openai_usage,
     option_params,
     read_dict,
     read_list,
     request_params,
     schema_name,
-    split_sdk_options,
-    tool_definitions,
 )
 from ._http.failures import incomplete_answer, model_error, not_an_object
 from ._http.sse import DONE as _DONE
-from ._http.wire import HISTORY, DefinitionsWire, WireCache, history_body
-from ._media import openai_chat_parts, tool_media, tool_media_heading
-from ._openai_client import BEARER_AUTH, client_for, require_sdk
+from ._http.wire import HISTORY, DefinitionsWire, WireCache
+from ._media import openai_chat_parts, tool_outputs, user_content
+from ._openai_base import OpenAIHttpModel
 
 if TYPE_CHECKING:
     import openai
 
-require_sdk(__name__)  # found here; imported on first use (see _openai_client)
+require_sdk(__name__, OPENAI)  # found here; imported on first use (see _clients)
 
 __all__ = ["OpenAIChatModel", "OpenAIResponsesChatModel", "parse_completion", "to_openai_messages"]
 
 _REASONING_FIELDS = ("reasoning_content", "reasoning")
 
 
-class OpenAIChatModel(HttpChatModel):
+class OpenAIChatModel(OpenAIHttpModel):
     """A ChatModel for the Chat Completions API of OpenAI or any OpenAI-compatible server.
 
     ``client`` is an ``openai.AsyncOpenAI`` you built yourself; otherwise one is built from
@@ -81,8 +80,7 @@ class OpenAIChatModel(HttpChatModel):
     """
 
     _ENDPOINT = "/chat/completions"
-    _SDK_MODULE = "openai"
-    _SECURITY = BEARER_AUTH
+    _HISTORY_KEY = "messages"
 
     def __init__(
         self,
@@ -96,17 +94,12 @@ class OpenAIChatModel(HttpChatModel):
         replay_reasoning: bool = True,
         **defaults: Any,
     ) -> None:
-        self.model_name = model
-        self.provider = provider_name
+        built = client_for(OPENAI, type(self).__name__, model, client, base_url, api_key, max_retries)
+        self._connect(model, provider_name, defaults, built)
         self.replay_reasoning = replay_reasoning
-        self.defaults: dict[str, Any] = dict(defaults)
-        self._connect(client_for(type(self).__name__, model, client, base_url, api_key, max_retries))
         self._wire = WireCache(partial(_wire_message, replay_reasoning=replay_reasoning))
         self._wire_replays = replay_reasoning
         self._tools_wire = DefinitionsWire(_tool_params)
-
-    def __repr__(self) -> str:
-        return f"OpenAIChatModel({self.model_name!r}, provider={self.provider!r})"
 
     def _parse(self, data: dict[str, Any], url: str) -> ChatResponse:
         data = _checked(data, "the response body", self.provider)
@@ -117,12 +110,8 @@ class OpenAIChatModel(HttpChatModel):
     def _assembly(self, url: str) -> StreamAssembly:
         return StreamAssembler(provider=self.provider, url=url)
 
-    def request_body(self, prompt: Prompt, *, stream: bool = False) -> dict[str, Any]:
-        """The JSON body this model sends for ``prompt`` (SDK options such as headers left out)."""
-        body, _ = split_sdk_options(self._params(prompt, stream, spliced=False))
-        if body.get("messages") is HISTORY:
-            body["messages"] = to_openai_messages(prompt.instructions, replay_reasoning=self.replay_reasoning)
-        return {**body, "stream": stream}
+    def _history(self, prompt: Prompt) -> list[dict[str, Any]]:
+        return to_openai_messages(prompt.instructions, replay_reasoning=self.replay_reasoning)
 
     def _wire_cache(self) -> WireCache:
         """The serialized messages sent before (a new cache if ``replay_reasoning`` was changed)."""
@@ -132,32 +121,17 @@ class OpenAIChatModel(HttpChatModel):
         return self._wire
 
     def _params(self, prompt: Prompt, stream: bool, *, spliced: bool = True) -> dict[str, Any]:
-        """The request's fields, layered; ``messages`` is ``HISTORY`` (the prompt's messages, to
-        be serialized by the wire cache) unless a layer set it. With ``spliced``, the tools are
-        their JSON serialized once (``DefinitionsWire``), unless a layer adds tools of its own."""
         base: dict[str, Any] = {"model": self.model_name, "messages": HISTORY}
         if stream:
             base["stream_options"] = {"include_usage": True}
         options = prompt.options
-        request: dict[str, Any] = option_params(prompt, max_tokens_key="max_tokens", stop_key="stop")
-        definitions = tool_definitions(options)
-        if definitions:
-            joined = "tools" in self.defaults or (options is not None and "tools" in options.extra)
-            request["tools"] = (
-                self._tools_wire.spliced(definitions) if spliced and not joined else _tool_params(definitions)
-            )
+        request = option_params(prompt, max_tokens_key="max_tokens", stop_key="stop")
+        tools = self._tools(prompt, spliced=spliced)
+        if tools is not None:
+            request["tools"] = tools
         if options is not None and options.output_schema is not None:
             request["response_format"] = _response_format(options.output_schema)
         return request_params(base, self.defaults, request, prompt)
-
-    def _body(self, prompt: Prompt, *, stream: bool) -> tuple[bytes, dict[str, Any]]:
-        """(the JSON body, the SDK request options) for ``prompt``, serialized once, here, and sent
-        as they are: ``create()``'s TypedDict transform costs a millisecond a request and its typed
-        answers would only be dumped back to dicts. Every parameter reaches the server verbatim,
-        known to this SDK version or not (vLLM's ``top_k``, Ollama's ``options``...); messages sent
-        before are not serialized again (``WireCache``)."""
-        params, sdk_options = split_sdk_options(self._params(prompt, stream))
-        return history_body(params, "messages", stream, prompt, self._wire_cache()), sdk_options
 
 
 def _checked(data: object, what: str, provider: str) -> dict[str, Any]:
@@ -201,40 +175,18 @@ def to_openai_messages(messages: Sequence[Message], *, replay_reasoning: bool = 
 
 def _wire_message(message: Message, replay_reasoning: bool) -> tuple[dict[str, Any], ...]:
     if isinstance(message, UserMessage):
-        return ({"role": "user", "content": _user_content(message)},)
+        return ({"role": "user", "content": user_content(message, openai_chat_parts, "text")},)
     if isinstance(message, AssistantMessage):
         return (_assistant_param(message, replay_reasoning),)
     if isinstance(message, ToolResponseMessage):
-        if any(r.media for r in message.responses):
-            return _tool_messages_with_media(message)
-        return tuple(
-            {"role": "tool", "tool_call_id": r.id, "content": r.response_data} for r in message.responses
-        )
+        return tool_outputs(message, _tool_message, openai_chat_parts, "text")
     if isinstance(message, SystemMessage):
         return ({"role": "system", "content": message.text},)
     raise TypeError(f"cannot send {message!r} to a chat model: it is not a Message")
 
 
-def _tool_messages_with_media(message: ToolResponseMessage) -> tuple[dict[str, Any], ...]:
-    """The tool messages, then one user message with the media the tools returned (a tool message
-    takes only text), each call's media under a line naming the call."""
-    items: list[dict[str, Any]] = []
-    attached: list[dict[str, Any]] = []
-    for response in message.responses:
-        text, parts = tool_media(response, openai_chat_parts, "in a message")
-        items.append({"role": "tool", "tool_call_id": response.id, "content": text})
-        if parts:
-            attached += [{"type": "text", "text": tool_media_heading(response)}, *parts]
-    if attached:
-        items.append({"role": "user", "content": attached})
-    return tuple(items)
-
-
-def _user_content(message: UserMessage) -> str | list[dict[str, Any]]:
-    if not message.media:
-        return message.text
-    text = [{"type": "text", "text": message.text}] if message.text else []
-    return [*text, *openai_chat_parts(message.media)]
+def _tool_message(call_id: str, text: str) -> dict[str, Any]:
+    return {"role": "tool", "tool_call_id": call_id, "content": text}
 
 
 def _assistant_param(message: AssistantMessage, replay_reasoning: bool) -> dict[str, Any]:
@@ -315,11 +267,7 @@ def _reasoning_metadata(message: Mapping[str, Any]) -> dict[str, Any]:
 def parse_usage(usage: object) -> Usage | None:
     """Usage from a Chat Completions ``usage`` object (the cached prompt tokens from
     ``prompt_tokens_details.cached_tokens``), or None when there is none."""
-    data = read_dict(usage)
-    if not data:
-        return None
-    cached = read_dict(data.get("prompt_tokens_details")).get("cached_tokens")
-    return Usage(as_int(data.get("prompt_tokens")), as_int(data.get("completion_tokens")), as_int(cached))
+    return openai_usage(usage, "prompt_tokens", "completion_tokens")
 
 
 # -- stream ----------------------------------------------------------------------------------------

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .._built import text_delta
+from .._tool_types import ToolDefinition
 from ..errors import IncompleteAnswerError, ModelError, UnsupportedRequestError
 from ..messages import (
     AssistantMessage,
@@ -38,7 +39,8 @@ from ..messages import (
     UserMessage,
 )
 from ..model import ChatResponse, ChatResponseMetadata, Generation, Prompt, Usage
-from ._base import HttpChatModel, StreamAssembly
+from ._base import StreamAssembly
+from ._clients import OPENAI, client_for, require_sdk
 from ._common import (
     as_dict,
     as_int,
@@ -46,24 +48,23 @@ from ._common import (
     as_str,
     finish_reason_or_default,
     new_tool_call_id,
+    openai_usage,
     option_params,
     request_params,
     schema_name,
-    split_sdk_options,
-    tool_definitions,
 )
 from ._http.failures import incomplete_answer, model_error, not_an_object
 from ._http.sse import DONE
-from ._http.wire import HISTORY, WireCache, history_body
-from ._media import responses_parts, tool_media, tool_media_heading
-from ._openai_client import BEARER_AUTH, client_for, require_sdk
+from ._http.wire import HISTORY, DefinitionsWire, WireCache
+from ._media import responses_parts, tool_outputs, user_content
+from ._openai_base import OpenAIHttpModel
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator
 
     import openai
 
-require_sdk(__name__)  # found here; imported on first use (see _openai_client)
+require_sdk(__name__, OPENAI)  # found here; imported on first use (see _clients)
 
 __all__ = ["OpenAIResponsesChatModel", "ResponsesStreamAssembler", "parse_response", "to_responses_input"]
 
@@ -79,7 +80,7 @@ _REQUEST_FIELDS = {
 _PLAIN_TYPES = ("message", "function_call")
 
 
-class OpenAIResponsesChatModel(HttpChatModel):
+class OpenAIResponsesChatModel(OpenAIHttpModel):
     """A ChatModel for OpenAI's Responses API: tools, streaming, native structured output, and
     reasoning items carried across the rounds of a tool loop.
 
@@ -91,8 +92,7 @@ class OpenAIResponsesChatModel(HttpChatModel):
     """
 
     _ENDPOINT = "/responses"
-    _SDK_MODULE = "openai"
-    _SECURITY = BEARER_AUTH
+    _HISTORY_KEY = "input"
 
     def __init__(
         self,
@@ -105,14 +105,10 @@ class OpenAIResponsesChatModel(HttpChatModel):
         provider_name: str = "openai",
         **defaults: Any,
     ) -> None:
-        self.model_name = model
-        self.provider = provider_name
-        self.defaults: dict[str, Any] = dict(defaults)
-        self._connect(client_for(type(self).__name__, model, client, base_url, api_key, max_retries))
+        built = client_for(OPENAI, type(self).__name__, model, client, base_url, api_key, max_retries)
+        self._connect(model, provider_name, defaults, built)
         self._wire = WireCache(_input_items)
-
-    def __repr__(self) -> str:
-        return f"OpenAIResponsesChatModel({self.model_name!r}, provider={self.provider!r})"
+        self._tools_wire = DefinitionsWire(_tool_params)
 
     def _parse(self, data: dict[str, Any], url: str) -> ChatResponse:
         return parse_response(_checked(data, "the response body", self.provider), self.provider)
@@ -120,16 +116,13 @@ class OpenAIResponsesChatModel(HttpChatModel):
     def _assembly(self, url: str) -> StreamAssembly:
         return ResponsesStreamAssembler(self.provider, url=url)
 
-    def request_body(self, prompt: Prompt, *, stream: bool = False) -> dict[str, Any]:
-        """The JSON body this model sends for ``prompt`` (SDK options such as headers left out)."""
-        body, _ = split_sdk_options(self._params(prompt))
-        if body.get("input") is HISTORY:
-            body["input"] = to_responses_input(prompt.instructions)
-        return {**body, "stream": stream}
+    def _history(self, prompt: Prompt) -> list[dict[str, Any]]:
+        return to_responses_input(prompt.instructions)
 
-    def _params(self, prompt: Prompt) -> dict[str, Any]:
-        """The request's fields, layered; ``input`` is ``HISTORY`` (the prompt's messages, to be
-        serialized by the wire cache) unless a layer set it."""
+    def _wire_cache(self) -> WireCache:
+        return self._wire
+
+    def _params(self, prompt: Prompt, stream: bool, *, spliced: bool = True) -> dict[str, Any]:
         base: dict[str, Any] = {"model": self.model_name, "input": HISTORY}
         request = option_params(prompt, max_tokens_key="max_output_tokens", stop_key="stop")
         if "stop" in request:
@@ -139,29 +132,13 @@ class OpenAIResponsesChatModel(HttpChatModel):
                 error_type="unsupported_option",
                 provider=self.provider,
             )
-        tools = [
-            {
-                "type": "function",
-                "name": d.name,
-                "description": d.description,
-                "parameters": dict(d.input_schema),
-                "strict": False,
-            }
-            for d in tool_definitions(prompt.options)
-        ]
-        if tools:
+        tools = self._tools(prompt, spliced=spliced)
+        if tools is not None:
             request["tools"] = tools
         options = prompt.options
         if options is not None and options.output_schema is not None:
             request["text"] = {"format": _json_schema_format(options.output_schema)}
         return request_params(base, self.defaults, request, prompt)
-
-    def _body(self, prompt: Prompt, *, stream: bool) -> tuple[bytes, dict[str, Any]]:
-        """(the JSON body, the SDK request options) for ``prompt``: serialized once and sent as it
-        is (no TypedDict transform of every input item per request; items sent before are not
-        serialized again); the answer is read raw."""
-        params, sdk_options = split_sdk_options(self._params(prompt))
-        return history_body(params, "input", stream, prompt, self._wire), sdk_options
 
 
 def _checked(data: object, what: str, provider: str) -> dict[str, Any]:
@@ -180,11 +157,25 @@ def _api_error(body: Mapping[str, Any], provider: str) -> ModelError:
     return model_error(provider, error=error)
 
 
+# -- request ---------------------------------------------------------------------------------------
+
+
+def _tool_params(definitions: Sequence[ToolDefinition]) -> list[dict[str, Any]]:
+    """Function tools, not strict (the API's strict default would reject ordinary schemas)."""
+    return [
+        {
+            "type": "function",
+            "name": d.name,
+            "description": d.description,
+            "parameters": dict(d.input_schema),
+            "strict": False,
+        }
+        for d in definitions
+    ]
+
+
 def _json_schema_format(schema: Mapping[str, Any]) -> dict[str, Any]:
     return {"type": "json_schema", "name": schema_name(schema), "schema": dict(schema), "strict": False}
-
-
-# -- request ---------------------------------------------------------------------------------------
 
 
 def to_responses_input(messages: Sequence[Message]) -> list[dict[str, Any]]:
@@ -194,41 +185,18 @@ def to_responses_input(messages: Sequence[Message]) -> list[dict[str, Any]]:
 
 def _input_items(message: Message) -> tuple[dict[str, Any], ...]:
     if isinstance(message, UserMessage):
-        return ({"role": "user", "content": _user_content(message)},)
+        return ({"role": "user", "content": user_content(message, responses_parts, "input_text")},)
     if isinstance(message, AssistantMessage):
         return tuple(_assistant_items(message))
     if isinstance(message, ToolResponseMessage):
-        if any(r.media for r in message.responses):
-            return _tool_items_with_media(message)
-        return tuple(
-            {"type": "function_call_output", "call_id": r.id, "output": r.response_data}
-            for r in message.responses
-        )
+        return tool_outputs(message, _call_output, responses_parts, "input_text")
     if isinstance(message, SystemMessage):
         return ({"role": "system", "content": message.text},)
     raise TypeError(f"cannot send {message!r} to a chat model: it is not a Message")
 
 
-def _tool_items_with_media(message: ToolResponseMessage) -> tuple[dict[str, Any], ...]:
-    """The function call outputs, then one user message with the media the tools returned (an
-    output takes only text), each call's media under a line naming the call."""
-    items: list[dict[str, Any]] = []
-    attached: list[dict[str, Any]] = []
-    for response in message.responses:
-        text, parts = tool_media(response, responses_parts, "in a message")
-        items.append({"type": "function_call_output", "call_id": response.id, "output": text})
-        if parts:
-            attached += [{"type": "input_text", "text": tool_media_heading(response)}, *parts]
-    if attached:
-        items.append({"role": "user", "content": attached})
-    return tuple(items)
-
-
-def _user_content(message: UserMessage) -> str | list[dict[str, Any]]:
-    if not message.media:
-        return message.text
-    text = [{"type": "input_text", "text": message.text}] if message.text else []
-    return [*text, *responses_parts(message.media)]
+def _call_output(call_id: str, text: str) -> dict[str, Any]:
+    return {"type": "function_call_output", "call_id": call_id, "output": text}
 
 
 def _assistant_items(message: AssistantMessage) -> list[dict[str, Any]]:
@@ -321,13 +289,7 @@ def assistant_message(items: list[dict[str, Any]]) -> AssistantMessage:
     ]
     if any(summaries):
         metadata["reasoning"] = "\n\n".join(s for s in summaries if s)
-    refusals = [
-        as_str(as_dict(part).get("refusal")) or ""
-        for item in items
-        if item.get("type") == "message"
-        for part in as_list(item.get("content"))
-        if as_dict(part).get("type") == "refusal"
-    ]
+    refusals = [as_str(part.get("refusal")) or "" for part in _message_parts(items, "refusal")]
     if any(refusals):
         metadata["refusal"] = "".join(refusals)
     if any(item.get("type") not in _PLAIN_TYPES for item in items):
@@ -336,14 +298,16 @@ def assistant_message(items: list[dict[str, Any]]) -> AssistantMessage:
 
 
 def _output_text(items: list[dict[str, Any]]) -> str | None:
-    parts = [
-        as_str(as_dict(part).get("text")) or ""
-        for item in items
-        if item.get("type") == "message"
-        for part in as_list(item.get("content"))
-        if as_dict(part).get("type") == "output_text"
-    ]
-    return "".join(parts) or None
+    return "".join(as_str(part.get("text")) or "" for part in _message_parts(items, "output_text")) or None
+
+
+def _message_parts(items: list[dict[str, Any]], part_type: str) -> Iterator[dict[str, Any]]:
+    """The content parts of type ``part_type`` (``output_text``, ``refusal``) of the message items."""
+    for item in items:
+        if item.get("type") == "message":
+            for part in map(as_dict, as_list(item.get("content"))):
+                if part.get("type") == part_type:
+                    yield part
 
 
 def _tool_call(item: Mapping[str, Any]) -> ToolCall:
@@ -354,11 +318,7 @@ def _tool_call(item: Mapping[str, Any]) -> ToolCall:
 def parse_usage(usage: object) -> Usage | None:
     """Usage from a Responses ``usage`` object (``input_tokens``/``output_tokens``, the cached
     input tokens from ``input_tokens_details.cached_tokens``), or None."""
-    data = as_dict(usage)
-    if not data:
-        return None
-    cached = as_dict(data.get("input_tokens_details")).get("cached_tokens")
-    return Usage(as_int(data.get("input_tokens")), as_int(data.get("output_tokens")), as_int(cached))
+    return openai_usage(usage, "input_tokens", "output_tokens")
 
 
 # -- stream ----------------------------------------------------------------------------------------
