@@ -74,6 +74,12 @@ class OpenAIChatModel(OpenAIHttpModel):
     ``ChatOptions`` of a prompt override them and ``ChatOptions.extra`` overrides both. A ``None``
     value removes a parameter (``stream_options=None`` for servers that reject it).
 
+    ``ChatOptions.max_tokens`` goes to OpenAI's own API (``api.openai.com``) as
+    ``max_completion_tokens`` — its reasoning models refuse ``max_tokens``, deprecated there — and
+    to any other server as ``max_tokens``, which OpenAI-compatible servers read. The request's cap
+    (a usage limit's lowered one included) is then the only one sent: the other name, when the
+    defaults give it, is left out.
+
     ``replay_reasoning`` sends a reasoning text the server returned (``reasoning_content`` or
     ``reasoning``, kept in ``AssistantMessage.metadata``) back with that assistant message, as
     DeepSeek's thinking mode requires in tool loops.
@@ -100,6 +106,7 @@ class OpenAIChatModel(OpenAIHttpModel):
         self._wire = WireCache(partial(_wire_message, replay_reasoning=replay_reasoning))
         self._wire_replays = replay_reasoning
         self._tools_wire = DefinitionsWire(_tool_params)
+        self._max_tokens_key, self._other_max_tokens_key = _max_tokens_fields(self._own_host)
 
     def _parse(self, data: dict[str, Any], url: str) -> ChatResponse:
         data = _checked(data, "the response body", self.provider)
@@ -125,13 +132,23 @@ class OpenAIChatModel(OpenAIHttpModel):
         if stream:
             base["stream_options"] = {"include_usage": True}
         options = prompt.options
-        request = option_params(prompt, max_tokens_key="max_tokens", stop_key="stop")
+        request = option_params(prompt, max_tokens_key=self._max_tokens_key, stop_key="stop")
+        if self._max_tokens_key in request and self._other_max_tokens_key in self.defaults:
+            request[self._other_max_tokens_key] = None  # removed: one cap, the request's
         tools = self._tools(prompt, spliced=spliced)
         if tools is not None:
             request["tools"] = tools
         if options is not None and options.output_schema is not None:
             request["response_format"] = _response_format(options.output_schema)
         return request_params(base, self.defaults, request, prompt)
+
+
+def _max_tokens_fields(own_host: str | None) -> tuple[str, str]:
+    """(the field ``ChatOptions.max_tokens`` goes in, the other name of that cap) on a server:
+    ``max_completion_tokens`` on OpenAI's own host, ``max_tokens`` on any other."""
+    if own_host == "openai":
+        return "max_completion_tokens", "max_tokens"
+    return "max_tokens", "max_completion_tokens"
 
 
 def _checked(data: object, what: str, provider: str) -> dict[str, Any]:
