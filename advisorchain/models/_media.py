@@ -14,7 +14,7 @@ Anthropic Messages            ``image/*`` and ``application/pdf`` (data, url), `
 What a tool returned besides text (``ToolResponse.media``, an MCP tool's image say) goes to the
 model too, never as base64 text: Anthropic takes images and PDFs inside the ``tool_result``; the
 OpenAI APIs take them in a user message right after the tool responses, its text naming the tool
-call (``tool_outputs``). A medium a model takes in neither place is one line in the tool's text
+call (``_openai_base.MessageWire``). A medium a model takes in neither place is one line in the tool's text
 instead, naming its type and size (``tool_media``).
 """
 
@@ -25,17 +25,16 @@ from typing import Any
 
 from .._urls import redact_url
 from ..errors import ModelError, UnsupportedRequestError
-from ..messages import Media, ToolResponse, ToolResponseMessage, UserMessage
+from ..messages import Media, ToolResponse
 
 __all__ = [
+    "Convert",
     "anthropic_blocks",
     "describe_media",
     "openai_chat_parts",
     "responses_parts",
     "tool_media",
     "tool_media_heading",
-    "tool_outputs",
-    "user_content",
 ]
 
 Convert = Callable[[Sequence[Media]], list[dict[str, Any]]]
@@ -170,38 +169,3 @@ def tool_media(response: ToolResponse, convert: Convert, where: str) -> tuple[st
 def tool_media_heading(response: ToolResponse) -> str:
     """The text before a tool call's media in the user message that carries them."""
     return f"Attachments returned by tool call {response.id} ({response.name}):"
-
-
-# -- the OpenAI APIs: a message's text and media as content parts ----------------------------------
-
-
-def user_content(message: UserMessage, convert: Convert, text_type: str) -> str | list[dict[str, Any]]:
-    """An OpenAI user message's ``content``: its text alone, or its text as a ``text_type`` part
-    (``text``, ``input_text``) followed by the parts ``convert`` makes of its media."""
-    if not message.media:
-        return message.text
-    text = [{"type": text_type, "text": message.text}] if message.text else []
-    return [*text, *convert(message.media)]
-
-
-def tool_outputs(
-    message: ToolResponseMessage,
-    output: Callable[[str, str], dict[str, Any]],
-    convert: Convert,
-    text_type: str,
-) -> tuple[dict[str, Any], ...]:
-    """The OpenAI items of a round's tool responses: ``output(call id, text)`` for each — then,
-    when the tools returned media, which an output cannot carry, one user message with them, each
-    call's media after a ``text_type`` part naming the call."""
-    if not any(r.media for r in message.responses):
-        return tuple(output(r.id, r.response_data) for r in message.responses)
-    items: list[dict[str, Any]] = []
-    attached: list[dict[str, Any]] = []
-    for response in message.responses:
-        text, parts = tool_media(response, convert, "in a message")
-        items.append(output(response.id, text))
-        if parts:
-            attached += [{"type": text_type, "text": tool_media_heading(response)}, *parts]
-    if attached:
-        items.append({"role": "user", "content": attached})
-    return tuple(items)

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import partial
-from typing import TYPE_CHECKING, Any
+from functools import cached_property
+from typing import Any
 
 from .._built import answer, text_delta, tool_call
 from .._tool_types import ToolDefinition
@@ -28,14 +28,11 @@ from ..errors import ModelError
 from ..messages import (
     AssistantMessage,
     Message,
-    SystemMessage,
     ToolCall,
-    ToolResponseMessage,
-    UserMessage,
 )
 from ..model import ChatResponse, ChatResponseMetadata, Generation, Prompt, Usage
 from ._base import StreamAssembly
-from ._clients import OPENAI, client_for, require_sdk
+from ._clients import OPENAI, require_sdk
 from ._common import (
     as_str,
     finish_reason_or_default,
@@ -49,18 +46,66 @@ from ._common import (
 )
 from ._http.failures import incomplete_answer, model_error, not_an_object
 from ._http.sse import DONE as _DONE
-from ._http.wire import HISTORY, DefinitionsWire, WireCache
-from ._media import openai_chat_parts, tool_outputs, user_content
-from ._openai_base import OpenAIHttpModel
-
-if TYPE_CHECKING:
-    import openai
+from ._http.wire import HISTORY
+from ._media import openai_chat_parts
+from ._openai_base import MessageWire, OpenAIHttpModel
 
 require_sdk(__name__, OPENAI)  # found here; imported on first use (see _clients)
 
 __all__ = ["OpenAIChatModel", "OpenAIResponsesChatModel", "parse_completion", "to_openai_messages"]
 
 _REASONING_FIELDS = ("reasoning_content", "reasoning")
+
+
+# -- request ---------------------------------------------------------------------------------------
+
+
+def _function_tools(definitions: Sequence[ToolDefinition]) -> list[dict[str, Any]]:
+    return [
+        {
+            "type": "function",
+            "function": {"name": d.name, "description": d.description, "parameters": d.input_schema},
+        }
+        for d in definitions
+    ]
+
+
+def _response_format(schema: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "json_schema",
+        "json_schema": {"name": schema_name(schema), "schema": dict(schema), "strict": False},
+    }
+
+
+def to_openai_messages(messages: Sequence[Message], *, replay_reasoning: bool = True) -> list[dict[str, Any]]:
+    """Chat Completions messages for ``messages``: one ``role=tool`` message per ToolResponse."""
+    return [item for message in messages for item in _CHAT_MESSAGES.items(message, replay_reasoning)]
+
+
+def _tool_message(call_id: str, text: str) -> dict[str, Any]:
+    return {"role": "tool", "tool_call_id": call_id, "content": text}
+
+
+def _assistant_message(message: AssistantMessage, replay_reasoning: bool) -> tuple[dict[str, Any]]:
+    param: dict[str, Any] = {"role": "assistant"}
+    if message.text is not None or not message.tool_calls:
+        param["content"] = message.text or ""
+    if message.tool_calls:
+        param["tool_calls"] = [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for c in message.tool_calls
+        ]
+    # Only reasoning that came from a Chat Completions server (it names its field) goes back:
+    # another provider's thinking would be an unknown field here.
+    reasoning = message.metadata.get("reasoning")
+    wire_field = message.metadata.get("reasoning_field")
+    if replay_reasoning and isinstance(reasoning, str) and wire_field in _REASONING_FIELDS:
+        param[wire_field] = reasoning
+    return (param,)
+
+
+_CHAT_MESSAGES = MessageWire("text", openai_chat_parts, _tool_message, _assistant_message)
+"""Chat Completions messages: a ``role=tool`` message per tool response."""
 
 
 class OpenAIChatModel(OpenAIHttpModel):
@@ -87,26 +132,8 @@ class OpenAIChatModel(OpenAIHttpModel):
 
     _ENDPOINT = "/chat/completions"
     _HISTORY_KEY = "messages"
-
-    def __init__(
-        self,
-        model: str,
-        client: openai.AsyncOpenAI | None = None,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        *,
-        max_retries: int | None = None,
-        provider_name: str = "openai",
-        replay_reasoning: bool = True,
-        **defaults: Any,
-    ) -> None:
-        built = client_for(OPENAI, type(self).__name__, model, client, base_url, api_key, max_retries)
-        self._connect(model, provider_name, defaults, built)
-        self.replay_reasoning = replay_reasoning
-        self._wire = WireCache(partial(_wire_message, replay_reasoning=replay_reasoning))
-        self._wire_replays = replay_reasoning
-        self._tools_wire = DefinitionsWire(_tool_params)
-        self._max_tokens_key, self._other_max_tokens_key = _max_tokens_fields(self._own_host)
+    _MESSAGES = _CHAT_MESSAGES
+    _tool_params = staticmethod(_function_tools)
 
     def _parse(self, data: dict[str, Any], url: str) -> ChatResponse:
         data = _checked(data, "the response body", self.provider)
@@ -117,38 +144,29 @@ class OpenAIChatModel(OpenAIHttpModel):
     def _assembly(self, url: str) -> StreamAssembly:
         return StreamAssembler(provider=self.provider, url=url)
 
-    def _history(self, prompt: Prompt) -> list[dict[str, Any]]:
-        return to_openai_messages(prompt.instructions, replay_reasoning=self.replay_reasoning)
-
-    def _wire_cache(self) -> WireCache:
-        """The serialized messages sent before (a new cache if ``replay_reasoning`` was changed)."""
-        if self._wire_replays != self.replay_reasoning:
-            self._wire = WireCache(partial(_wire_message, replay_reasoning=self.replay_reasoning))
-            self._wire_replays = self.replay_reasoning
-        return self._wire
+    @cached_property
+    def _max_tokens_fields(self) -> tuple[str, str]:
+        """(the field ``ChatOptions.max_tokens`` goes in, the other name of that cap):
+        ``max_completion_tokens`` on OpenAI's own host, ``max_tokens`` on any other server."""
+        if self._own_host == "openai":
+            return "max_completion_tokens", "max_tokens"
+        return "max_tokens", "max_completion_tokens"
 
     def _params(self, prompt: Prompt, stream: bool, *, spliced: bool = True) -> dict[str, Any]:
         base: dict[str, Any] = {"model": self.model_name, "messages": HISTORY}
         if stream:
             base["stream_options"] = {"include_usage": True}
         options = prompt.options
-        request = option_params(prompt, max_tokens_key=self._max_tokens_key, stop_key="stop")
-        if self._max_tokens_key in request and self._other_max_tokens_key in self.defaults:
-            request[self._other_max_tokens_key] = None  # removed: one cap, the request's
+        field, other = self._max_tokens_fields
+        request = option_params(prompt, max_tokens_key=field, stop_key="stop")
+        if field in request and other in self.defaults:
+            request[other] = None  # removed: one cap, the request's
         tools = self._tools(prompt, spliced=spliced)
         if tools is not None:
             request["tools"] = tools
         if options is not None and options.output_schema is not None:
             request["response_format"] = _response_format(options.output_schema)
         return request_params(base, self.defaults, request, prompt)
-
-
-def _max_tokens_fields(own_host: str | None) -> tuple[str, str]:
-    """(the field ``ChatOptions.max_tokens`` goes in, the other name of that cap) on a server:
-    ``max_completion_tokens`` on OpenAI's own host, ``max_tokens`` on any other."""
-    if own_host == "openai":
-        return "max_completion_tokens", "max_tokens"
-    return "max_tokens", "max_completion_tokens"
 
 
 def _checked(data: object, what: str, provider: str) -> dict[str, Any]:
@@ -165,63 +183,6 @@ def _stream_error(data: object, provider: str) -> ModelError:
     """The ModelError for an ``event: error`` frame of a stream (its ``error`` object when it has one)."""
     error = read_dict(data).get("error")
     return model_error(provider, error=error if isinstance(error, dict) else data)
-
-
-# -- request ---------------------------------------------------------------------------------------
-
-
-def _tool_param(name: str, description: str, schema: Mapping[str, Any]) -> dict[str, Any]:
-    return {"type": "function", "function": {"name": name, "description": description, "parameters": schema}}
-
-
-def _tool_params(definitions: Sequence[ToolDefinition]) -> list[dict[str, Any]]:
-    return [_tool_param(d.name, d.description, d.input_schema) for d in definitions]
-
-
-def _response_format(schema: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        "type": "json_schema",
-        "json_schema": {"name": schema_name(schema), "schema": dict(schema), "strict": False},
-    }
-
-
-def to_openai_messages(messages: Sequence[Message], *, replay_reasoning: bool = True) -> list[dict[str, Any]]:
-    """Chat Completions messages for ``messages``: one ``role=tool`` message per ToolResponse."""
-    return [item for message in messages for item in _wire_message(message, replay_reasoning)]
-
-
-def _wire_message(message: Message, replay_reasoning: bool) -> tuple[dict[str, Any], ...]:
-    if isinstance(message, UserMessage):
-        return ({"role": "user", "content": user_content(message, openai_chat_parts, "text")},)
-    if isinstance(message, AssistantMessage):
-        return (_assistant_param(message, replay_reasoning),)
-    if isinstance(message, ToolResponseMessage):
-        return tool_outputs(message, _tool_message, openai_chat_parts, "text")
-    if isinstance(message, SystemMessage):
-        return ({"role": "system", "content": message.text},)
-    raise TypeError(f"cannot send {message!r} to a chat model: it is not a Message")
-
-
-def _tool_message(call_id: str, text: str) -> dict[str, Any]:
-    return {"role": "tool", "tool_call_id": call_id, "content": text}
-
-
-def _assistant_param(message: AssistantMessage, replay_reasoning: bool) -> dict[str, Any]:
-    param: dict[str, Any] = {"role": "assistant"}
-    if message.text is not None or not message.tool_calls:
-        param["content"] = message.text or ""
-    if message.tool_calls:
-        param["tool_calls"] = [
-            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-            for c in message.tool_calls
-        ]
-    # Only reasoning that came from a Chat Completions server (it names its field) goes back:
-    # another provider's thinking would be an unknown field here.
-    reasoning = message.metadata.get("reasoning")
-    wire_field = message.metadata.get("reasoning_field")
-    if replay_reasoning and isinstance(reasoning, str) and wire_field in _REASONING_FIELDS:
-        param[wire_field] = reasoning
-    return param
 
 
 # -- response --------------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ Importable from ``advisorchain.models.openai`` too. The mapping:
   the next request, so reasoning carries across the rounds of a tool loop. The reasoning summary
   text is also in ``metadata["reasoning"]``. For stateless use (``store=False``) ask for the
   encrypted reasoning: ``OpenAIResponsesChatModel(..., store=False,
-  include=["reasoning.encrypted_content"])``.
+  include=["reasoning.encrypted_content"])``, or send none: ``replay_reasoning=False``.
 * An answer the API did not complete — status ``incomplete`` or ``failed``, a stream that ends
   without ``response.completed`` — is a ModelError, never a short answer.
 """
@@ -33,14 +33,11 @@ from ..errors import IncompleteAnswerError, ModelError, UnsupportedRequestError
 from ..messages import (
     AssistantMessage,
     Message,
-    SystemMessage,
     ToolCall,
-    ToolResponseMessage,
-    UserMessage,
 )
 from ..model import ChatResponse, ChatResponseMetadata, Generation, Prompt, Usage
 from ._base import StreamAssembly
-from ._clients import OPENAI, client_for, require_sdk
+from ._clients import OPENAI, require_sdk
 from ._common import (
     as_dict,
     as_int,
@@ -55,14 +52,12 @@ from ._common import (
 )
 from ._http.failures import incomplete_answer, model_error, not_an_object
 from ._http.sse import DONE
-from ._http.wire import HISTORY, DefinitionsWire, WireCache
-from ._media import responses_parts, tool_outputs, user_content
-from ._openai_base import OpenAIHttpModel
+from ._http.wire import HISTORY
+from ._media import responses_parts
+from ._openai_base import MessageWire, OpenAIHttpModel
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
-
-    import openai
 
 require_sdk(__name__, OPENAI)  # found here; imported on first use (see _clients)
 
@@ -80,6 +75,83 @@ _REQUEST_FIELDS = {
 _PLAIN_TYPES = ("message", "function_call")
 
 
+# -- request ---------------------------------------------------------------------------------------
+
+
+def _function_tools(definitions: Sequence[ToolDefinition]) -> list[dict[str, Any]]:
+    """Function tools, not strict (the API's strict default would reject ordinary schemas)."""
+    return [
+        {
+            "type": "function",
+            "name": d.name,
+            "description": d.description,
+            "parameters": dict(d.input_schema),
+            "strict": False,
+        }
+        for d in definitions
+    ]
+
+
+def _json_schema_format(schema: Mapping[str, Any]) -> dict[str, Any]:
+    return {"type": "json_schema", "name": schema_name(schema), "schema": dict(schema), "strict": False}
+
+
+def to_responses_input(messages: Sequence[Message], *, replay_reasoning: bool = True) -> list[dict[str, Any]]:
+    """Responses API ``input`` items for ``messages`` (with ``replay_reasoning=False``, an assistant
+    message as its own text and tool calls, without the output items kept from its answer)."""
+    return [item for message in messages for item in _RESPONSES_INPUT.items(message, replay_reasoning)]
+
+
+def _call_output(call_id: str, text: str) -> dict[str, Any]:
+    return {"type": "function_call_output", "call_id": call_id, "output": text}
+
+
+def _assistant_items(message: AssistantMessage, replay_reasoning: bool) -> tuple[dict[str, Any], ...]:
+    kept = message.metadata.get(STORED_OUTPUT_KEY) if replay_reasoning else None
+    stored = [as_dict(item) for item in as_list(kept)]
+    if stored and _items_match(stored, message):
+        return tuple(_request_item(item) for item in stored)
+    # Changed after it was parsed (or never had stored items): the reasoning first, then the
+    # message's own text and calls.
+    items = [_request_item(item) for item in stored if item.get("type") == "reasoning"]
+    if message.text:
+        items.append({"role": "assistant", "content": message.text})
+    items.extend(
+        {"type": "function_call", "call_id": c.id, "name": c.name, "arguments": c.arguments}
+        for c in message.tool_calls
+    )
+    return tuple(items)
+
+
+def _items_match(items: list[dict[str, Any]], message: AssistantMessage) -> bool:
+    calls = [_tool_call(item) for item in items if item.get("type") == "function_call"]
+    return _output_text(items) == (message.text or None) and calls == list(message.tool_calls)
+
+
+def _request_item(item: Mapping[str, Any]) -> dict[str, Any]:
+    keep = _REQUEST_FIELDS.get(as_str(item.get("type")) or "")
+    if keep is None:
+        return {k: v for k, v in item.items() if v is not None}
+    result = {k: item[k] for k in keep if item.get(k) is not None}
+    if result.get("type") == "message":
+        result["content"] = [_request_part(as_dict(p)) for p in as_list(result.get("content"))]
+    return result
+
+
+def _request_part(part: Mapping[str, Any]) -> dict[str, Any]:
+    if part.get("type") == "output_text":
+        return {
+            "type": "output_text",
+            "text": part.get("text") or "",
+            "annotations": part.get("annotations") or [],
+        }
+    return {k: v for k, v in part.items() if v is not None}
+
+
+_RESPONSES_INPUT = MessageWire("input_text", responses_parts, _call_output, _assistant_items)
+"""Responses ``input`` items: a ``function_call_output`` item per tool response."""
+
+
 class OpenAIResponsesChatModel(OpenAIHttpModel):
     """A ChatModel for OpenAI's Responses API: tools, streaming, native structured output, and
     reasoning items carried across the rounds of a tool loop.
@@ -89,38 +161,23 @@ class OpenAIResponsesChatModel(OpenAIHttpModel):
     ``**defaults`` are request fields sent with every call (``reasoning={"effort": "low"}``,
     ``store=False``, ``extra_headers={...}``...); ``ChatOptions`` override them and
     ``ChatOptions.extra`` overrides both; ``None`` removes a field.
+
+    ``replay_reasoning`` sends the output items of an answer (its reasoning above all, kept in
+    ``AssistantMessage.metadata["openai_output"]``) back with that assistant message; with
+    ``False`` an assistant message goes as its own text and tool calls only — for ``store=False``
+    without the encrypted reasoning, where the API could not find those items.
     """
 
     _ENDPOINT = "/responses"
     _HISTORY_KEY = "input"
-
-    def __init__(
-        self,
-        model: str,
-        client: openai.AsyncOpenAI | None = None,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        *,
-        max_retries: int | None = None,
-        provider_name: str = "openai",
-        **defaults: Any,
-    ) -> None:
-        built = client_for(OPENAI, type(self).__name__, model, client, base_url, api_key, max_retries)
-        self._connect(model, provider_name, defaults, built)
-        self._wire = WireCache(_input_items)
-        self._tools_wire = DefinitionsWire(_tool_params)
+    _MESSAGES = _RESPONSES_INPUT
+    _tool_params = staticmethod(_function_tools)
 
     def _parse(self, data: dict[str, Any], url: str) -> ChatResponse:
         return parse_response(_checked(data, "the response body", self.provider), self.provider)
 
     def _assembly(self, url: str) -> StreamAssembly:
         return ResponsesStreamAssembler(self.provider, url=url)
-
-    def _history(self, prompt: Prompt) -> list[dict[str, Any]]:
-        return to_responses_input(prompt.instructions)
-
-    def _wire_cache(self) -> WireCache:
-        return self._wire
 
     def _params(self, prompt: Prompt, stream: bool, *, spliced: bool = True) -> dict[str, Any]:
         base: dict[str, Any] = {"model": self.model_name, "input": HISTORY}
@@ -155,89 +212,6 @@ def _api_error(body: Mapping[str, Any], provider: str) -> ModelError:
     (its code gives the status, for an error inside a 200 answer or stream)."""
     error = as_dict(body.get("error")) or {k: v for k, v in body.items() if k != "type"}
     return model_error(provider, error=error)
-
-
-# -- request ---------------------------------------------------------------------------------------
-
-
-def _tool_params(definitions: Sequence[ToolDefinition]) -> list[dict[str, Any]]:
-    """Function tools, not strict (the API's strict default would reject ordinary schemas)."""
-    return [
-        {
-            "type": "function",
-            "name": d.name,
-            "description": d.description,
-            "parameters": dict(d.input_schema),
-            "strict": False,
-        }
-        for d in definitions
-    ]
-
-
-def _json_schema_format(schema: Mapping[str, Any]) -> dict[str, Any]:
-    return {"type": "json_schema", "name": schema_name(schema), "schema": dict(schema), "strict": False}
-
-
-def to_responses_input(messages: Sequence[Message]) -> list[dict[str, Any]]:
-    """Responses API ``input`` items for ``messages``."""
-    return [item for message in messages for item in _input_items(message)]
-
-
-def _input_items(message: Message) -> tuple[dict[str, Any], ...]:
-    if isinstance(message, UserMessage):
-        return ({"role": "user", "content": user_content(message, responses_parts, "input_text")},)
-    if isinstance(message, AssistantMessage):
-        return tuple(_assistant_items(message))
-    if isinstance(message, ToolResponseMessage):
-        return tool_outputs(message, _call_output, responses_parts, "input_text")
-    if isinstance(message, SystemMessage):
-        return ({"role": "system", "content": message.text},)
-    raise TypeError(f"cannot send {message!r} to a chat model: it is not a Message")
-
-
-def _call_output(call_id: str, text: str) -> dict[str, Any]:
-    return {"type": "function_call_output", "call_id": call_id, "output": text}
-
-
-def _assistant_items(message: AssistantMessage) -> list[dict[str, Any]]:
-    stored = [as_dict(item) for item in as_list(message.metadata.get(STORED_OUTPUT_KEY))]
-    if stored and _items_match(stored, message):
-        return [_request_item(item) for item in stored]
-    # Changed after it was parsed (or never had stored items): the reasoning first, then the
-    # message's own text and calls.
-    items = [_request_item(item) for item in stored if item.get("type") == "reasoning"]
-    if message.text:
-        items.append({"role": "assistant", "content": message.text})
-    items.extend(
-        {"type": "function_call", "call_id": c.id, "name": c.name, "arguments": c.arguments}
-        for c in message.tool_calls
-    )
-    return items
-
-
-def _items_match(items: list[dict[str, Any]], message: AssistantMessage) -> bool:
-    calls = [_tool_call(item) for item in items if item.get("type") == "function_call"]
-    return _output_text(items) == (message.text or None) and calls == list(message.tool_calls)
-
-
-def _request_item(item: Mapping[str, Any]) -> dict[str, Any]:
-    keep = _REQUEST_FIELDS.get(as_str(item.get("type")) or "")
-    if keep is None:
-        return {k: v for k, v in item.items() if v is not None}
-    result = {k: item[k] for k in keep if item.get(k) is not None}
-    if result.get("type") == "message":
-        result["content"] = [_request_part(as_dict(p)) for p in as_list(result.get("content"))]
-    return result
-
-
-def _request_part(part: Mapping[str, Any]) -> dict[str, Any]:
-    if part.get("type") == "output_text":
-        return {
-            "type": "output_text",
-            "text": part.get("text") or "",
-            "annotations": part.get("annotations") or [],
-        }
-    return {k: v for k, v in part.items() if v is not None}
 
 
 # -- response --------------------------------------------------------------------------------------

@@ -112,7 +112,9 @@ _MAX_TOKENS_HOSTS = [
 
 
 @pytest.mark.parametrize(("base_url", "field", "other"), _MAX_TOKENS_HOSTS)
-def test_max_tokens_goes_in_the_field_the_hosts_api_reads(base_url: str | None, field: str, other: str) -> None:
+def test_max_tokens_goes_in_the_field_the_hosts_api_reads(
+    base_url: str | None, field: str, other: str
+) -> None:
     model = OpenAIChatModel("m", base_url=base_url, api_key="k")
 
     body = model.request_body(_prompt(ChatOptions(max_tokens=50)))
