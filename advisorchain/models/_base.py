@@ -27,7 +27,7 @@ from ._http.loops import LoopClients
 from ._http.sse import SseDecoder
 from ._http.transport import HttpPath, Reply, http_path
 
-__all__ = ["OWN_HOSTS", "HttpChatModel", "StreamAssembly", "derive_client", "price_provider"]
+__all__ = ["OWN_HOSTS", "HttpChatModel", "StreamAssembly", "derive_client", "own_host_provider"]
 
 
 class StreamAssembly(Protocol):
@@ -50,12 +50,13 @@ class StreamAssembly(Protocol):
 
 
 OWN_HOSTS: Mapping[str, str] = {"api.openai.com": "openai", "api.anthropic.com": "anthropic"}
-"""The providers' own hosts, and the provider whose bundled prices price an answer from there."""
+"""The providers' own hosts, and the provider whose API is served there: its bundled prices price
+an answer from there, and its own request fields apply there."""
 
 
-def price_provider(client: Any) -> str | None:
-    """The provider whose prices apply to answers through ``client``: known only on the provider's
-    own host (``OWN_HOSTS``); a local or proxy server's models are unpriced (None)."""
+def own_host_provider(client: Any) -> str | None:
+    """The provider whose own host (``OWN_HOSTS``) ``client`` sends to, or None for any other
+    server (a local or proxy server: its models are unpriced)."""
     host = urlsplit(str(getattr(client, "base_url", "") or "")).hostname
     return OWN_HOSTS.get(host or "")
 
@@ -68,7 +69,7 @@ def derive_client(template: Any, http_client: Any) -> Any:
 
 class HttpChatModel(ABC):
     """The ChatModel skeleton of the HTTP adapters (see the module docstring). A subclass sets the
-    endpoint (``_ENDPOINT``, ``_SDK_MODULE``, ``_SECURITY``), calls ``_connect(client)`` in its
+    endpoint (``_ENDPOINT``, ``_SDK_MODULE``, ``_SECURITY``), calls ``_connect(...)`` in its
     constructor, and implements ``_body``, ``_parse`` and ``_assembly``."""
 
     _ENDPOINT: ClassVar[str]
@@ -80,11 +81,18 @@ class HttpChatModel(ABC):
 
     provider: str
     model_name: str
+    defaults: dict[str, Any]
     client: Any
 
-    def _connect(self, client: Any) -> None:
+    def _connect(self, model: str, provider: str, defaults: Mapping[str, Any], client: Any) -> None:
+        """Set what every adapter holds: the model's name, the provider's name (for spans and
+        errors), the request fields sent with every call, the SDK client — and, per event loop,
+        the HTTP path of its requests."""
+        self.model_name = model
+        self.provider = provider
+        self.defaults = dict(defaults)
         self.client = client
-        self._price_provider = price_provider(client)
+        self._own_host = own_host_provider(client)
         self._clients: LoopClients[Any] = LoopClients(
             client,
             derive_client,
@@ -134,7 +142,7 @@ class HttpChatModel(ABC):
     def _priced(self, response: ChatResponse, prompt: Prompt) -> ChatResponse:
         """``response`` with its cost, from the bundled prices of the provider on its own host, by
         the model name the response reports (else the request's); unpriced elsewhere (§17)."""
-        provider = self._price_provider
+        provider = self._own_host
         meta = response.metadata
         usage = meta.usage
         if provider is None or usage is None:

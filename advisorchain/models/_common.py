@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 from .._tool_types import ToolDefinition
 from .._urls import redact_url
 from ..errors import ModelError
-from ..model import ChatOptions, Prompt
+from ..model import ChatOptions, Prompt, Usage
 
 __all__ = [
     "SDK_OPTION_KEYS",
@@ -32,6 +32,7 @@ __all__ = [
     "is_loopback_url",
     "layer_params",
     "new_tool_call_id",
+    "openai_usage",
     "option_params",
     "read_dict",
     "read_list",
@@ -94,6 +95,18 @@ def finish_reason_or_default(finish_reason: str | None, has_tool_calls: bool) ->
     if finish_reason:
         return finish_reason
     return "tool_calls" if has_tool_calls else "stop"
+
+
+def openai_usage(usage: object, prompt_key: str, completion_key: str) -> Usage | None:
+    """Usage from an OpenAI ``usage`` object, its counts under ``prompt_key`` and ``completion_key``
+    (Chat Completions: ``prompt_tokens``/``completion_tokens``, Responses: ``input_tokens``/
+    ``output_tokens``) and the cached prompt tokens under ``<prompt_key>_details.cached_tokens``;
+    None when there is none."""
+    data = read_dict(usage)
+    if not data:
+        return None
+    cached = read_dict(data.get(f"{prompt_key}_details")).get("cached_tokens")
+    return Usage(as_int(data.get(prompt_key)), as_int(data.get(completion_key)), as_int(cached))
 
 
 def layer_params(*layers: Mapping[str, Any]) -> dict[str, Any]:

@@ -14,8 +14,8 @@ Anthropic Messages            ``image/*`` and ``application/pdf`` (data, url), `
 What a tool returned besides text (``ToolResponse.media``, an MCP tool's image say) goes to the
 model too, never as base64 text: Anthropic takes images and PDFs inside the ``tool_result``; the
 OpenAI APIs take them in a user message right after the tool responses, its text naming the tool
-call. A medium a model takes in neither place is one line in the tool's text instead, naming its
-type and size (``tool_media``).
+call (``_openai_base.MessageWire``). A medium a model takes in neither place is one line in the tool's text
+instead, naming its type and size (``tool_media``).
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from ..errors import ModelError, UnsupportedRequestError
 from ..messages import Media, ToolResponse
 
 __all__ = [
+    "Convert",
     "anthropic_blocks",
     "describe_media",
     "openai_chat_parts",
@@ -35,6 +36,9 @@ __all__ = [
     "tool_media",
     "tool_media_heading",
 ]
+
+Convert = Callable[[Sequence[Media]], list[dict[str, Any]]]
+"""A provider's converter of media to its request parts (``openai_chat_parts``...)."""
 
 _PDF = "application/pdf"
 _AUDIO_FORMATS = {"audio/wav": "wav", "audio/x-wav": "wav", "audio/mpeg": "mp3", "audio/mp3": "mp3"}
@@ -139,9 +143,7 @@ def describe_media(media: Media) -> str:
     return f"{media.mime_type}, {where}"
 
 
-def tool_media(
-    response: ToolResponse, convert: Callable[[Sequence[Media]], list[dict[str, Any]]], where: str
-) -> tuple[str, list[dict[str, Any]]]:
+def tool_media(response: ToolResponse, convert: Convert, where: str) -> tuple[str, list[dict[str, Any]]]:
     """A tool response's text and the provider parts of its media that ``convert`` (one of the
     converters above) takes; a medium it refuses becomes a line of the text naming its type and
     size (``where`` says what it could not go in). When the text is empty and media go along, the

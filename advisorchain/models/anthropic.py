@@ -21,23 +21,13 @@ from __future__ import annotations
 
 import importlib
 import json
-import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
-
-from ._extras import missing_extra
-from ._media import anthropic_blocks, tool_media
-
-try:
-    import anthropic
-    import httpx2  # noqa: F401  (the SDK's HTTP stack: part of what this extra must bring)
-except ImportError as _exc:
-    raise missing_extra(__name__, "anthropic", _exc) from _exc
+from typing import TYPE_CHECKING, Any
 
 from .._built import text_delta
 from .._checks import check_int
-from ..errors import ModelError, UnsupportedRequestError
+from ..errors import UnsupportedRequestError
 from ..messages import (
     AssistantMessage,
     Message,
@@ -49,6 +39,7 @@ from ..messages import (
 )
 from ..model import ChatResponse, ChatResponseMetadata, Generation, Prompt, Usage
 from ._base import HttpChatModel, StreamAssembly
+from ._clients import ANTHROPIC, client_for, require_sdk
 from ._common import (
     as_dict,
     as_int,
@@ -63,11 +54,16 @@ from ._common import (
 )
 from ._http.failures import incomplete_answer, model_error
 from ._http.json import dumps
+from ._media import anthropic_blocks, tool_media
+
+if TYPE_CHECKING:
+    import anthropic
+
+require_sdk(__name__, ANTHROPIC)  # found here; imported on first use (see _clients)
 
 __all__ = ["AnthropicChatModel", "parse_message", "to_anthropic_messages"]
 
 DEFAULT_MAX_TOKENS = 4096
-_LOCAL_SERVER_KEY = "unused"
 
 STOP_REASONS: Mapping[str, str] = {
     "end_turn": "stop",
@@ -115,19 +111,10 @@ class AnthropicChatModel(HttpChatModel):
         max_retries: int | None = None,
         **defaults: Any,
     ) -> None:
-        if not isinstance(model, str) or not model.strip():
-            raise ValueError(f"AnthropicChatModel needs a model name, got {model!r}")
         check_int(max_tokens, "max_tokens (the Messages API requires it)", minimum=1)
-        if client is not None and (base_url is not None or api_key is not None or max_retries is not None):
-            raise ValueError(
-                "AnthropicChatModel takes either a ready `client` or `base_url`/`api_key`/`max_retries` "
-                "to build one, not both; configure the client you pass instead"
-            )
-        self.model_name = model
-        self.provider = "anthropic"
+        built = client_for(ANTHROPIC, "AnthropicChatModel", model, client, base_url, api_key, max_retries)
+        self._connect(model, "anthropic", defaults, built)
         self.max_tokens = max_tokens
-        self.defaults: dict[str, Any] = dict(defaults)
-        self._connect(client if client is not None else _build_client(base_url, api_key, max_retries))
 
     def __repr__(self) -> str:
         return f"AnthropicChatModel({self.model_name!r})"
@@ -195,29 +182,6 @@ def _nonstreaming_timeout(client: Any, body: Mapping[str, Any]) -> Any:
             error_type="unsupported_option",
             provider="anthropic",
         ) from exc
-
-
-def _build_client(
-    base_url: str | None, api_key: str | None, max_retries: int | None
-) -> anthropic.AsyncAnthropic:
-    kwargs: dict[str, Any] = {}
-    key = api_key if api_key is not None else os.environ.get("ANTHROPIC_API_KEY")
-    has_token = bool(os.environ.get("ANTHROPIC_AUTH_TOKEN"))
-    if key is None and base_url is not None and not has_token:
-        key = _LOCAL_SERVER_KEY  # a local Anthropic-compatible server needs none; the SDK wants one
-    if key is None and not has_token:
-        raise ModelError(
-            "AnthropicChatModel has no API key: set ANTHROPIC_API_KEY in the environment, pass "
-            "api_key=..., or pass a ready anthropic.AsyncAnthropic as client=",
-            provider="anthropic",
-        )
-    if key is not None:
-        kwargs["api_key"] = key
-    if base_url is not None:
-        kwargs["base_url"] = base_url
-    if max_retries is not None:
-        kwargs["max_retries"] = max_retries
-    return anthropic.AsyncAnthropic(**kwargs)
 
 
 # -- request ---------------------------------------------------------------------------------------

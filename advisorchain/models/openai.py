@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import partial
-from typing import TYPE_CHECKING, Any
+from functools import cached_property
+from typing import Any
 
 from .._built import answer, text_delta, tool_call
 from .._tool_types import ToolDefinition
@@ -28,43 +28,87 @@ from ..errors import ModelError
 from ..messages import (
     AssistantMessage,
     Message,
-    SystemMessage,
     ToolCall,
-    ToolResponseMessage,
-    UserMessage,
 )
 from ..model import ChatResponse, ChatResponseMetadata, Generation, Prompt, Usage
-from ._base import HttpChatModel, StreamAssembly
+from ._base import StreamAssembly
+from ._clients import OPENAI, require_sdk
 from ._common import (
-    as_int,
     as_str,
     finish_reason_or_default,
     new_tool_call_id,
+    openai_usage,
     option_params,
     read_dict,
     read_list,
     request_params,
     schema_name,
-    split_sdk_options,
-    tool_definitions,
 )
 from ._http.failures import incomplete_answer, model_error, not_an_object
 from ._http.sse import DONE as _DONE
-from ._http.wire import HISTORY, DefinitionsWire, WireCache, history_body
-from ._media import openai_chat_parts, tool_media, tool_media_heading
-from ._openai_client import BEARER_AUTH, client_for, require_sdk
+from ._http.wire import HISTORY
+from ._media import openai_chat_parts
+from ._openai_base import MessageWire, OpenAIHttpModel
 
-if TYPE_CHECKING:
-    import openai
-
-require_sdk(__name__)  # found here; imported on first use (see _openai_client)
+require_sdk(__name__, OPENAI)  # found here; imported on first use (see _clients)
 
 __all__ = ["OpenAIChatModel", "OpenAIResponsesChatModel", "parse_completion", "to_openai_messages"]
 
 _REASONING_FIELDS = ("reasoning_content", "reasoning")
 
 
-class OpenAIChatModel(HttpChatModel):
+# -- request ---------------------------------------------------------------------------------------
+
+
+def _function_tools(definitions: Sequence[ToolDefinition]) -> list[dict[str, Any]]:
+    return [
+        {
+            "type": "function",
+            "function": {"name": d.name, "description": d.description, "parameters": d.input_schema},
+        }
+        for d in definitions
+    ]
+
+
+def _response_format(schema: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "json_schema",
+        "json_schema": {"name": schema_name(schema), "schema": dict(schema), "strict": False},
+    }
+
+
+def to_openai_messages(messages: Sequence[Message], *, replay_reasoning: bool = True) -> list[dict[str, Any]]:
+    """Chat Completions messages for ``messages``: one ``role=tool`` message per ToolResponse."""
+    return [item for message in messages for item in _CHAT_MESSAGES.items(message, replay_reasoning)]
+
+
+def _tool_message(call_id: str, text: str) -> dict[str, Any]:
+    return {"role": "tool", "tool_call_id": call_id, "content": text}
+
+
+def _assistant_message(message: AssistantMessage, replay_reasoning: bool) -> tuple[dict[str, Any]]:
+    param: dict[str, Any] = {"role": "assistant"}
+    if message.text is not None or not message.tool_calls:
+        param["content"] = message.text or ""
+    if message.tool_calls:
+        param["tool_calls"] = [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for c in message.tool_calls
+        ]
+    # Only reasoning that came from a Chat Completions server (it names its field) goes back:
+    # another provider's thinking would be an unknown field here.
+    reasoning = message.metadata.get("reasoning")
+    wire_field = message.metadata.get("reasoning_field")
+    if replay_reasoning and isinstance(reasoning, str) and wire_field in _REASONING_FIELDS:
+        param[wire_field] = reasoning
+    return (param,)
+
+
+_CHAT_MESSAGES = MessageWire("text", openai_chat_parts, _tool_message, _assistant_message)
+"""Chat Completions messages: a ``role=tool`` message per tool response."""
+
+
+class OpenAIChatModel(OpenAIHttpModel):
     """A ChatModel for the Chat Completions API of OpenAI or any OpenAI-compatible server.
 
     ``client`` is an ``openai.AsyncOpenAI`` you built yourself; otherwise one is built from
@@ -75,38 +119,21 @@ class OpenAIChatModel(HttpChatModel):
     ``ChatOptions`` of a prompt override them and ``ChatOptions.extra`` overrides both. A ``None``
     value removes a parameter (``stream_options=None`` for servers that reject it).
 
+    ``ChatOptions.max_tokens`` goes to OpenAI's own API (``api.openai.com``) as
+    ``max_completion_tokens`` — its reasoning models refuse ``max_tokens``, deprecated there — and
+    to any other server as ``max_tokens``, which OpenAI-compatible servers read. The request's cap
+    (a usage limit's lowered one included) is then the only one sent: the other name, when the
+    defaults give it, is left out.
+
     ``replay_reasoning`` sends a reasoning text the server returned (``reasoning_content`` or
     ``reasoning``, kept in ``AssistantMessage.metadata``) back with that assistant message, as
     DeepSeek's thinking mode requires in tool loops.
     """
 
     _ENDPOINT = "/chat/completions"
-    _SDK_MODULE = "openai"
-    _SECURITY = BEARER_AUTH
-
-    def __init__(
-        self,
-        model: str,
-        client: openai.AsyncOpenAI | None = None,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        *,
-        max_retries: int | None = None,
-        provider_name: str = "openai",
-        replay_reasoning: bool = True,
-        **defaults: Any,
-    ) -> None:
-        self.model_name = model
-        self.provider = provider_name
-        self.replay_reasoning = replay_reasoning
-        self.defaults: dict[str, Any] = dict(defaults)
-        self._connect(client_for(type(self).__name__, model, client, base_url, api_key, max_retries))
-        self._wire = WireCache(partial(_wire_message, replay_reasoning=replay_reasoning))
-        self._wire_replays = replay_reasoning
-        self._tools_wire = DefinitionsWire(_tool_params)
-
-    def __repr__(self) -> str:
-        return f"OpenAIChatModel({self.model_name!r}, provider={self.provider!r})"
+    _HISTORY_KEY = "messages"
+    _MESSAGES = _CHAT_MESSAGES
+    _tool_params = staticmethod(_function_tools)
 
     def _parse(self, data: dict[str, Any], url: str) -> ChatResponse:
         data = _checked(data, "the response body", self.provider)
@@ -117,47 +144,29 @@ class OpenAIChatModel(HttpChatModel):
     def _assembly(self, url: str) -> StreamAssembly:
         return StreamAssembler(provider=self.provider, url=url)
 
-    def request_body(self, prompt: Prompt, *, stream: bool = False) -> dict[str, Any]:
-        """The JSON body this model sends for ``prompt`` (SDK options such as headers left out)."""
-        body, _ = split_sdk_options(self._params(prompt, stream, spliced=False))
-        if body.get("messages") is HISTORY:
-            body["messages"] = to_openai_messages(prompt.instructions, replay_reasoning=self.replay_reasoning)
-        return {**body, "stream": stream}
-
-    def _wire_cache(self) -> WireCache:
-        """The serialized messages sent before (a new cache if ``replay_reasoning`` was changed)."""
-        if self._wire_replays != self.replay_reasoning:
-            self._wire = WireCache(partial(_wire_message, replay_reasoning=self.replay_reasoning))
-            self._wire_replays = self.replay_reasoning
-        return self._wire
+    @cached_property
+    def _max_tokens_fields(self) -> tuple[str, str]:
+        """(the field ``ChatOptions.max_tokens`` goes in, the other name of that cap):
+        ``max_completion_tokens`` on OpenAI's own host, ``max_tokens`` on any other server."""
+        if self._own_host == "openai":
+            return "max_completion_tokens", "max_tokens"
+        return "max_tokens", "max_completion_tokens"
 
     def _params(self, prompt: Prompt, stream: bool, *, spliced: bool = True) -> dict[str, Any]:
-        """The request's fields, layered; ``messages`` is ``HISTORY`` (the prompt's messages, to
-        be serialized by the wire cache) unless a layer set it. With ``spliced``, the tools are
-        their JSON serialized once (``DefinitionsWire``), unless a layer adds tools of its own."""
         base: dict[str, Any] = {"model": self.model_name, "messages": HISTORY}
         if stream:
             base["stream_options"] = {"include_usage": True}
         options = prompt.options
-        request: dict[str, Any] = option_params(prompt, max_tokens_key="max_tokens", stop_key="stop")
-        definitions = tool_definitions(options)
-        if definitions:
-            joined = "tools" in self.defaults or (options is not None and "tools" in options.extra)
-            request["tools"] = (
-                self._tools_wire.spliced(definitions) if spliced and not joined else _tool_params(definitions)
-            )
+        field, other = self._max_tokens_fields
+        request = option_params(prompt, max_tokens_key=field, stop_key="stop")
+        if field in request and other in self.defaults:
+            request[other] = None  # removed: one cap, the request's
+        tools = self._tools(prompt, spliced=spliced)
+        if tools is not None:
+            request["tools"] = tools
         if options is not None and options.output_schema is not None:
             request["response_format"] = _response_format(options.output_schema)
         return request_params(base, self.defaults, request, prompt)
-
-    def _body(self, prompt: Prompt, *, stream: bool) -> tuple[bytes, dict[str, Any]]:
-        """(the JSON body, the SDK request options) for ``prompt``, serialized once, here, and sent
-        as they are: ``create()``'s TypedDict transform costs a millisecond a request and its typed
-        answers would only be dumped back to dicts. Every parameter reaches the server verbatim,
-        known to this SDK version or not (vLLM's ``top_k``, Ollama's ``options``...); messages sent
-        before are not serialized again (``WireCache``)."""
-        params, sdk_options = split_sdk_options(self._params(prompt, stream))
-        return history_body(params, "messages", stream, prompt, self._wire_cache()), sdk_options
 
 
 def _checked(data: object, what: str, provider: str) -> dict[str, Any]:
@@ -174,85 +183,6 @@ def _stream_error(data: object, provider: str) -> ModelError:
     """The ModelError for an ``event: error`` frame of a stream (its ``error`` object when it has one)."""
     error = read_dict(data).get("error")
     return model_error(provider, error=error if isinstance(error, dict) else data)
-
-
-# -- request ---------------------------------------------------------------------------------------
-
-
-def _tool_param(name: str, description: str, schema: Mapping[str, Any]) -> dict[str, Any]:
-    return {"type": "function", "function": {"name": name, "description": description, "parameters": schema}}
-
-
-def _tool_params(definitions: Sequence[ToolDefinition]) -> list[dict[str, Any]]:
-    return [_tool_param(d.name, d.description, d.input_schema) for d in definitions]
-
-
-def _response_format(schema: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        "type": "json_schema",
-        "json_schema": {"name": schema_name(schema), "schema": dict(schema), "strict": False},
-    }
-
-
-def to_openai_messages(messages: Sequence[Message], *, replay_reasoning: bool = True) -> list[dict[str, Any]]:
-    """Chat Completions messages for ``messages``: one ``role=tool`` message per ToolResponse."""
-    return [item for message in messages for item in _wire_message(message, replay_reasoning)]
-
-
-def _wire_message(message: Message, replay_reasoning: bool) -> tuple[dict[str, Any], ...]:
-    if isinstance(message, UserMessage):
-        return ({"role": "user", "content": _user_content(message)},)
-    if isinstance(message, AssistantMessage):
-        return (_assistant_param(message, replay_reasoning),)
-    if isinstance(message, ToolResponseMessage):
-        if any(r.media for r in message.responses):
-            return _tool_messages_with_media(message)
-        return tuple(
-            {"role": "tool", "tool_call_id": r.id, "content": r.response_data} for r in message.responses
-        )
-    if isinstance(message, SystemMessage):
-        return ({"role": "system", "content": message.text},)
-    raise TypeError(f"cannot send {message!r} to a chat model: it is not a Message")
-
-
-def _tool_messages_with_media(message: ToolResponseMessage) -> tuple[dict[str, Any], ...]:
-    """The tool messages, then one user message with the media the tools returned (a tool message
-    takes only text), each call's media under a line naming the call."""
-    items: list[dict[str, Any]] = []
-    attached: list[dict[str, Any]] = []
-    for response in message.responses:
-        text, parts = tool_media(response, openai_chat_parts, "in a message")
-        items.append({"role": "tool", "tool_call_id": response.id, "content": text})
-        if parts:
-            attached += [{"type": "text", "text": tool_media_heading(response)}, *parts]
-    if attached:
-        items.append({"role": "user", "content": attached})
-    return tuple(items)
-
-
-def _user_content(message: UserMessage) -> str | list[dict[str, Any]]:
-    if not message.media:
-        return message.text
-    text = [{"type": "text", "text": message.text}] if message.text else []
-    return [*text, *openai_chat_parts(message.media)]
-
-
-def _assistant_param(message: AssistantMessage, replay_reasoning: bool) -> dict[str, Any]:
-    param: dict[str, Any] = {"role": "assistant"}
-    if message.text is not None or not message.tool_calls:
-        param["content"] = message.text or ""
-    if message.tool_calls:
-        param["tool_calls"] = [
-            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-            for c in message.tool_calls
-        ]
-    # Only reasoning that came from a Chat Completions server (it names its field) goes back:
-    # another provider's thinking would be an unknown field here.
-    reasoning = message.metadata.get("reasoning")
-    wire_field = message.metadata.get("reasoning_field")
-    if replay_reasoning and isinstance(reasoning, str) and wire_field in _REASONING_FIELDS:
-        param[wire_field] = reasoning
-    return param
 
 
 # -- response --------------------------------------------------------------------------------------
@@ -315,11 +245,7 @@ def _reasoning_metadata(message: Mapping[str, Any]) -> dict[str, Any]:
 def parse_usage(usage: object) -> Usage | None:
     """Usage from a Chat Completions ``usage`` object (the cached prompt tokens from
     ``prompt_tokens_details.cached_tokens``), or None when there is none."""
-    data = read_dict(usage)
-    if not data:
-        return None
-    cached = read_dict(data.get("prompt_tokens_details")).get("cached_tokens")
-    return Usage(as_int(data.get("prompt_tokens")), as_int(data.get("completion_tokens")), as_int(cached))
+    return openai_usage(usage, "prompt_tokens", "completion_tokens")
 
 
 # -- stream ----------------------------------------------------------------------------------------

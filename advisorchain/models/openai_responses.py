@@ -16,7 +16,7 @@ Importable from ``advisorchain.models.openai`` too. The mapping:
   the next request, so reasoning carries across the rounds of a tool loop. The reasoning summary
   text is also in ``metadata["reasoning"]``. For stateless use (``store=False``) ask for the
   encrypted reasoning: ``OpenAIResponsesChatModel(..., store=False,
-  include=["reasoning.encrypted_content"])``.
+  include=["reasoning.encrypted_content"])``, or send none: ``replay_reasoning=False``.
 * An answer the API did not complete — status ``incomplete`` or ``failed``, a stream that ends
   without ``response.completed`` — is a ModelError, never a short answer.
 """
@@ -28,17 +28,16 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .._built import text_delta
+from .._tool_types import ToolDefinition
 from ..errors import IncompleteAnswerError, ModelError, UnsupportedRequestError
 from ..messages import (
     AssistantMessage,
     Message,
-    SystemMessage,
     ToolCall,
-    ToolResponseMessage,
-    UserMessage,
 )
 from ..model import ChatResponse, ChatResponseMetadata, Generation, Prompt, Usage
-from ._base import HttpChatModel, StreamAssembly
+from ._base import StreamAssembly
+from ._clients import OPENAI, require_sdk
 from ._common import (
     as_dict,
     as_int,
@@ -46,24 +45,21 @@ from ._common import (
     as_str,
     finish_reason_or_default,
     new_tool_call_id,
+    openai_usage,
     option_params,
     request_params,
     schema_name,
-    split_sdk_options,
-    tool_definitions,
 )
 from ._http.failures import incomplete_answer, model_error, not_an_object
 from ._http.sse import DONE
-from ._http.wire import HISTORY, WireCache, history_body
-from ._media import responses_parts, tool_media, tool_media_heading
-from ._openai_client import BEARER_AUTH, client_for, require_sdk
+from ._http.wire import HISTORY
+from ._media import responses_parts
+from ._openai_base import MessageWire, OpenAIHttpModel
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator
 
-    import openai
-
-require_sdk(__name__)  # found here; imported on first use (see _openai_client)
+require_sdk(__name__, OPENAI)  # found here; imported on first use (see _clients)
 
 __all__ = ["OpenAIResponsesChatModel", "ResponsesStreamAssembler", "parse_response", "to_responses_input"]
 
@@ -79,162 +75,42 @@ _REQUEST_FIELDS = {
 _PLAIN_TYPES = ("message", "function_call")
 
 
-class OpenAIResponsesChatModel(HttpChatModel):
-    """A ChatModel for OpenAI's Responses API: tools, streaming, native structured output, and
-    reasoning items carried across the rounds of a tool loop.
-
-    Construction is that of ``OpenAIChatModel``: a ready ``openai.AsyncOpenAI`` as ``client``, or
-    one built from ``base_url`` / ``api_key`` (``OPENAI_API_KEY`` otherwise) with ``max_retries``.
-    ``**defaults`` are request fields sent with every call (``reasoning={"effort": "low"}``,
-    ``store=False``, ``extra_headers={...}``...); ``ChatOptions`` override them and
-    ``ChatOptions.extra`` overrides both; ``None`` removes a field.
-    """
-
-    _ENDPOINT = "/responses"
-    _SDK_MODULE = "openai"
-    _SECURITY = BEARER_AUTH
-
-    def __init__(
-        self,
-        model: str,
-        client: openai.AsyncOpenAI | None = None,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        *,
-        max_retries: int | None = None,
-        provider_name: str = "openai",
-        **defaults: Any,
-    ) -> None:
-        self.model_name = model
-        self.provider = provider_name
-        self.defaults: dict[str, Any] = dict(defaults)
-        self._connect(client_for(type(self).__name__, model, client, base_url, api_key, max_retries))
-        self._wire = WireCache(_input_items)
-
-    def __repr__(self) -> str:
-        return f"OpenAIResponsesChatModel({self.model_name!r}, provider={self.provider!r})"
-
-    def _parse(self, data: dict[str, Any], url: str) -> ChatResponse:
-        return parse_response(_checked(data, "the response body", self.provider), self.provider)
-
-    def _assembly(self, url: str) -> StreamAssembly:
-        return ResponsesStreamAssembler(self.provider, url=url)
-
-    def request_body(self, prompt: Prompt, *, stream: bool = False) -> dict[str, Any]:
-        """The JSON body this model sends for ``prompt`` (SDK options such as headers left out)."""
-        body, _ = split_sdk_options(self._params(prompt))
-        if body.get("input") is HISTORY:
-            body["input"] = to_responses_input(prompt.instructions)
-        return {**body, "stream": stream}
-
-    def _params(self, prompt: Prompt) -> dict[str, Any]:
-        """The request's fields, layered; ``input`` is ``HISTORY`` (the prompt's messages, to be
-        serialized by the wire cache) unless a layer set it."""
-        base: dict[str, Any] = {"model": self.model_name, "input": HISTORY}
-        request = option_params(prompt, max_tokens_key="max_output_tokens", stop_key="stop")
-        if "stop" in request:
-            raise UnsupportedRequestError(
-                f"the Responses API has no stop sequences, got stop={request['stop']!r}; leave "
-                "ChatOptions.stop unset or use OpenAIChatModel (Chat Completions)",
-                error_type="unsupported_option",
-                provider=self.provider,
-            )
-        tools = [
-            {
-                "type": "function",
-                "name": d.name,
-                "description": d.description,
-                "parameters": dict(d.input_schema),
-                "strict": False,
-            }
-            for d in tool_definitions(prompt.options)
-        ]
-        if tools:
-            request["tools"] = tools
-        options = prompt.options
-        if options is not None and options.output_schema is not None:
-            request["text"] = {"format": _json_schema_format(options.output_schema)}
-        return request_params(base, self.defaults, request, prompt)
-
-    def _body(self, prompt: Prompt, *, stream: bool) -> tuple[bytes, dict[str, Any]]:
-        """(the JSON body, the SDK request options) for ``prompt``: serialized once and sent as it
-        is (no TypedDict transform of every input item per request; items sent before are not
-        serialized again); the answer is read raw."""
-        params, sdk_options = split_sdk_options(self._params(prompt))
-        return history_body(params, "input", stream, prompt, self._wire), sdk_options
+# -- request ---------------------------------------------------------------------------------------
 
 
-def _checked(data: object, what: str, provider: str) -> dict[str, Any]:
-    """``data`` when it is a JSON object that is not an error; otherwise a ModelError."""
-    if not isinstance(data, dict):
-        raise not_an_object(provider, what, data)
-    if data.get("type") == "error" or (data.get("error") is not None and data.get("type") is None):
-        raise _api_error(data, provider)
-    return data
-
-
-def _api_error(body: Mapping[str, Any], provider: str) -> ModelError:
-    """The ModelError for an error object: an ``error`` event, a failed response, an error body
-    (its code gives the status, for an error inside a 200 answer or stream)."""
-    error = as_dict(body.get("error")) or {k: v for k, v in body.items() if k != "type"}
-    return model_error(provider, error=error)
+def _function_tools(definitions: Sequence[ToolDefinition]) -> list[dict[str, Any]]:
+    """Function tools, not strict (the API's strict default would reject ordinary schemas)."""
+    return [
+        {
+            "type": "function",
+            "name": d.name,
+            "description": d.description,
+            "parameters": dict(d.input_schema),
+            "strict": False,
+        }
+        for d in definitions
+    ]
 
 
 def _json_schema_format(schema: Mapping[str, Any]) -> dict[str, Any]:
     return {"type": "json_schema", "name": schema_name(schema), "schema": dict(schema), "strict": False}
 
 
-# -- request ---------------------------------------------------------------------------------------
+def to_responses_input(messages: Sequence[Message], *, replay_reasoning: bool = True) -> list[dict[str, Any]]:
+    """Responses API ``input`` items for ``messages`` (with ``replay_reasoning=False``, an assistant
+    message as its own text and tool calls, without the output items kept from its answer)."""
+    return [item for message in messages for item in _RESPONSES_INPUT.items(message, replay_reasoning)]
 
 
-def to_responses_input(messages: Sequence[Message]) -> list[dict[str, Any]]:
-    """Responses API ``input`` items for ``messages``."""
-    return [item for message in messages for item in _input_items(message)]
+def _call_output(call_id: str, text: str) -> dict[str, Any]:
+    return {"type": "function_call_output", "call_id": call_id, "output": text}
 
 
-def _input_items(message: Message) -> tuple[dict[str, Any], ...]:
-    if isinstance(message, UserMessage):
-        return ({"role": "user", "content": _user_content(message)},)
-    if isinstance(message, AssistantMessage):
-        return tuple(_assistant_items(message))
-    if isinstance(message, ToolResponseMessage):
-        if any(r.media for r in message.responses):
-            return _tool_items_with_media(message)
-        return tuple(
-            {"type": "function_call_output", "call_id": r.id, "output": r.response_data}
-            for r in message.responses
-        )
-    if isinstance(message, SystemMessage):
-        return ({"role": "system", "content": message.text},)
-    raise TypeError(f"cannot send {message!r} to a chat model: it is not a Message")
-
-
-def _tool_items_with_media(message: ToolResponseMessage) -> tuple[dict[str, Any], ...]:
-    """The function call outputs, then one user message with the media the tools returned (an
-    output takes only text), each call's media under a line naming the call."""
-    items: list[dict[str, Any]] = []
-    attached: list[dict[str, Any]] = []
-    for response in message.responses:
-        text, parts = tool_media(response, responses_parts, "in a message")
-        items.append({"type": "function_call_output", "call_id": response.id, "output": text})
-        if parts:
-            attached += [{"type": "input_text", "text": tool_media_heading(response)}, *parts]
-    if attached:
-        items.append({"role": "user", "content": attached})
-    return tuple(items)
-
-
-def _user_content(message: UserMessage) -> str | list[dict[str, Any]]:
-    if not message.media:
-        return message.text
-    text = [{"type": "input_text", "text": message.text}] if message.text else []
-    return [*text, *responses_parts(message.media)]
-
-
-def _assistant_items(message: AssistantMessage) -> list[dict[str, Any]]:
-    stored = [as_dict(item) for item in as_list(message.metadata.get(STORED_OUTPUT_KEY))]
+def _assistant_items(message: AssistantMessage, replay_reasoning: bool) -> tuple[dict[str, Any], ...]:
+    kept = message.metadata.get(STORED_OUTPUT_KEY) if replay_reasoning else None
+    stored = [as_dict(item) for item in as_list(kept)]
     if stored and _items_match(stored, message):
-        return [_request_item(item) for item in stored]
+        return tuple(_request_item(item) for item in stored)
     # Changed after it was parsed (or never had stored items): the reasoning first, then the
     # message's own text and calls.
     items = [_request_item(item) for item in stored if item.get("type") == "reasoning"]
@@ -244,7 +120,7 @@ def _assistant_items(message: AssistantMessage) -> list[dict[str, Any]]:
         {"type": "function_call", "call_id": c.id, "name": c.name, "arguments": c.arguments}
         for c in message.tool_calls
     )
-    return items
+    return tuple(items)
 
 
 def _items_match(items: list[dict[str, Any]], message: AssistantMessage) -> bool:
@@ -270,6 +146,72 @@ def _request_part(part: Mapping[str, Any]) -> dict[str, Any]:
             "annotations": part.get("annotations") or [],
         }
     return {k: v for k, v in part.items() if v is not None}
+
+
+_RESPONSES_INPUT = MessageWire("input_text", responses_parts, _call_output, _assistant_items)
+"""Responses ``input`` items: a ``function_call_output`` item per tool response."""
+
+
+class OpenAIResponsesChatModel(OpenAIHttpModel):
+    """A ChatModel for OpenAI's Responses API: tools, streaming, native structured output, and
+    reasoning items carried across the rounds of a tool loop.
+
+    Construction is that of ``OpenAIChatModel``: a ready ``openai.AsyncOpenAI`` as ``client``, or
+    one built from ``base_url`` / ``api_key`` (``OPENAI_API_KEY`` otherwise) with ``max_retries``.
+    ``**defaults`` are request fields sent with every call (``reasoning={"effort": "low"}``,
+    ``store=False``, ``extra_headers={...}``...); ``ChatOptions`` override them and
+    ``ChatOptions.extra`` overrides both; ``None`` removes a field.
+
+    ``replay_reasoning`` sends the output items of an answer (its reasoning above all, kept in
+    ``AssistantMessage.metadata["openai_output"]``) back with that assistant message; with
+    ``False`` an assistant message goes as its own text and tool calls only — for ``store=False``
+    without the encrypted reasoning, where the API could not find those items.
+    """
+
+    _ENDPOINT = "/responses"
+    _HISTORY_KEY = "input"
+    _MESSAGES = _RESPONSES_INPUT
+    _tool_params = staticmethod(_function_tools)
+
+    def _parse(self, data: dict[str, Any], url: str) -> ChatResponse:
+        return parse_response(_checked(data, "the response body", self.provider), self.provider)
+
+    def _assembly(self, url: str) -> StreamAssembly:
+        return ResponsesStreamAssembler(self.provider, url=url)
+
+    def _params(self, prompt: Prompt, stream: bool, *, spliced: bool = True) -> dict[str, Any]:
+        base: dict[str, Any] = {"model": self.model_name, "input": HISTORY}
+        request = option_params(prompt, max_tokens_key="max_output_tokens", stop_key="stop")
+        if "stop" in request:
+            raise UnsupportedRequestError(
+                f"the Responses API has no stop sequences, got stop={request['stop']!r}; leave "
+                "ChatOptions.stop unset or use OpenAIChatModel (Chat Completions)",
+                error_type="unsupported_option",
+                provider=self.provider,
+            )
+        tools = self._tools(prompt, spliced=spliced)
+        if tools is not None:
+            request["tools"] = tools
+        options = prompt.options
+        if options is not None and options.output_schema is not None:
+            request["text"] = {"format": _json_schema_format(options.output_schema)}
+        return request_params(base, self.defaults, request, prompt)
+
+
+def _checked(data: object, what: str, provider: str) -> dict[str, Any]:
+    """``data`` when it is a JSON object that is not an error; otherwise a ModelError."""
+    if not isinstance(data, dict):
+        raise not_an_object(provider, what, data)
+    if data.get("type") == "error" or (data.get("error") is not None and data.get("type") is None):
+        raise _api_error(data, provider)
+    return data
+
+
+def _api_error(body: Mapping[str, Any], provider: str) -> ModelError:
+    """The ModelError for an error object: an ``error`` event, a failed response, an error body
+    (its code gives the status, for an error inside a 200 answer or stream)."""
+    error = as_dict(body.get("error")) or {k: v for k, v in body.items() if k != "type"}
+    return model_error(provider, error=error)
 
 
 # -- response --------------------------------------------------------------------------------------
@@ -321,13 +263,7 @@ def assistant_message(items: list[dict[str, Any]]) -> AssistantMessage:
     ]
     if any(summaries):
         metadata["reasoning"] = "\n\n".join(s for s in summaries if s)
-    refusals = [
-        as_str(as_dict(part).get("refusal")) or ""
-        for item in items
-        if item.get("type") == "message"
-        for part in as_list(item.get("content"))
-        if as_dict(part).get("type") == "refusal"
-    ]
+    refusals = [as_str(part.get("refusal")) or "" for part in _message_parts(items, "refusal")]
     if any(refusals):
         metadata["refusal"] = "".join(refusals)
     if any(item.get("type") not in _PLAIN_TYPES for item in items):
@@ -336,14 +272,16 @@ def assistant_message(items: list[dict[str, Any]]) -> AssistantMessage:
 
 
 def _output_text(items: list[dict[str, Any]]) -> str | None:
-    parts = [
-        as_str(as_dict(part).get("text")) or ""
-        for item in items
-        if item.get("type") == "message"
-        for part in as_list(item.get("content"))
-        if as_dict(part).get("type") == "output_text"
-    ]
-    return "".join(parts) or None
+    return "".join(as_str(part.get("text")) or "" for part in _message_parts(items, "output_text")) or None
+
+
+def _message_parts(items: list[dict[str, Any]], part_type: str) -> Iterator[dict[str, Any]]:
+    """The content parts of type ``part_type`` (``output_text``, ``refusal``) of the message items."""
+    for item in items:
+        if item.get("type") == "message":
+            for part in map(as_dict, as_list(item.get("content"))):
+                if part.get("type") == part_type:
+                    yield part
 
 
 def _tool_call(item: Mapping[str, Any]) -> ToolCall:
@@ -354,11 +292,7 @@ def _tool_call(item: Mapping[str, Any]) -> ToolCall:
 def parse_usage(usage: object) -> Usage | None:
     """Usage from a Responses ``usage`` object (``input_tokens``/``output_tokens``, the cached
     input tokens from ``input_tokens_details.cached_tokens``), or None."""
-    data = as_dict(usage)
-    if not data:
-        return None
-    cached = as_dict(data.get("input_tokens_details")).get("cached_tokens")
-    return Usage(as_int(data.get("input_tokens")), as_int(data.get("output_tokens")), as_int(cached))
+    return openai_usage(usage, "input_tokens", "output_tokens")
 
 
 # -- stream ----------------------------------------------------------------------------------------

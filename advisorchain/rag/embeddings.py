@@ -240,16 +240,16 @@ class OpenAIEmbeddingModel:
         dimensions: int | None = None,
     ) -> None:
         from ..models._base import derive_client
+        from ..models._clients import OPENAI, client_for, require_sdk
         from ..models._http.loops import LoopClients
-        from ..models._openai_client import client_for, require_sdk
 
-        require_sdk("advisorchain.rag.OpenAIEmbeddingModel")
+        require_sdk("advisorchain.rag.OpenAIEmbeddingModel", OPENAI)
         if dimensions is not None and (
             isinstance(dimensions, bool) or not isinstance(dimensions, int) or dimensions < 1
         ):
             raise ValueError(f"dimensions must be a positive int or None, got {dimensions!r}")
         self.model = model
-        self.client = client_for("OpenAIEmbeddingModel", model, client, base_url, api_key, None)
+        self.client = client_for(OPENAI, "OpenAIEmbeddingModel", model, client, base_url, api_key, None)
         self._clients = LoopClients(self.client, derive_client)
         self._requested = dimensions
         self._dims = dimensions

@@ -76,6 +76,24 @@ def test_a_missing_key_is_a_model_error_naming_the_variable_at_construction(
         build()  # type: ignore[operator]
 
 
+@pytest.mark.parametrize(
+    ("build", "variable"),
+    [
+        (OpenAIChatModel, "OPENAI_API_KEY"),
+        (OpenAIResponsesChatModel, "OPENAI_API_KEY"),
+        (AnthropicChatModel, "ANTHROPIC_API_KEY"),
+    ],
+)
+def test_an_empty_key_in_the_environment_counts_as_none(
+    build: type, variable: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(variable, "")
+
+    with pytest.raises(ModelError, match=variable):
+        build("m")
+    assert build("m", base_url="http://127.0.0.1:9/v1").client.api_key == "unused"
+
+
 def test_anthropic_accepts_an_auth_token_instead_of_a_key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ANTHROPIC_AUTH_TOKEN", "token")
 

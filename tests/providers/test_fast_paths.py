@@ -198,7 +198,7 @@ _messages = st.lists(
 def test_cached_wire_dicts_are_what_a_fresh_conversion_gives(
     first: list[Any], second: list[Any], size: int
 ) -> None:
-    cache = WireCache(partial(openai_module._wire_message, replay_reasoning=True), size=size)
+    cache = WireCache(partial(openai_module._CHAT_MESSAGES.items, replay_reasoning=True), size=size)
     for messages in (first, first + second, second + first, first):  # history grows, reorders, repeats
         assert json.loads(cache.array(messages)) == openai_module.to_openai_messages(messages)
     assert cache.size <= size
@@ -209,7 +209,7 @@ def test_a_message_sent_again_is_not_converted_again() -> None:
 
     def build(message: Any) -> tuple[dict[str, Any], ...]:
         built.append(message)
-        return openai_module._wire_message(message, True)
+        return openai_module._CHAT_MESSAGES.items(message, True)
 
     cache = WireCache(build)
     question, answer = UserMessage("hi"), AssistantMessage("hello")
@@ -235,7 +235,7 @@ def test_request_body_is_the_callers_to_change() -> None:
 def test_a_body_with_spliced_messages_is_the_json_of_the_whole(
     before: dict[str, Any], after: dict[str, Any]
 ) -> None:
-    cache = WireCache(partial(openai_module._wire_message, replay_reasoning=True))
+    cache = WireCache(partial(openai_module._CHAT_MESSAGES.items, replay_reasoning=True))
     messages = [UserMessage('é " ]}'), AssistantMessage("ok")]
     whole = {**before, "messages": openai_module.to_openai_messages(messages), **after}
 

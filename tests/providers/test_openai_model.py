@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from advisorchain import ChatClient, UsageLimits
 from advisorchain.errors import ModelError
 from advisorchain.messages import (
     AssistantMessage,
@@ -93,11 +94,72 @@ def test_chat_options_map_to_request_fields() -> None:
         "model": "gpt-4o-mini",
         "messages": [{"role": "user", "content": "hi"}],
         "temperature": 0.2,
-        "max_tokens": 50,
+        "max_completion_tokens": 50,
         "top_p": 0.9,
         "stop": ["END"],
         "stream": False,
     }
+
+
+# Where ChatOptions.max_tokens goes: OpenAI's own API wants max_completion_tokens (its reasoning models
+# refuse max_tokens); OpenAI-compatible servers read max_tokens. (base_url, its field, the other name)
+_MAX_TOKENS_HOSTS = [
+    (None, "max_completion_tokens", "max_tokens"),
+    ("https://api.openai.com/v1", "max_completion_tokens", "max_tokens"),
+    ("http://localhost:11434/v1", "max_tokens", "max_completion_tokens"),
+    ("https://api.groq.com/openai/v1", "max_tokens", "max_completion_tokens"),
+]
+
+
+@pytest.mark.parametrize(("base_url", "field", "other"), _MAX_TOKENS_HOSTS)
+def test_max_tokens_goes_in_the_field_the_hosts_api_reads(
+    base_url: str | None, field: str, other: str
+) -> None:
+    model = OpenAIChatModel("m", base_url=base_url, api_key="k")
+
+    body = model.request_body(_prompt(ChatOptions(max_tokens=50)))
+
+    assert body[field] == 50
+    assert other not in body
+
+
+@pytest.mark.parametrize(("base_url", "field", "other"), _MAX_TOKENS_HOSTS)
+def test_the_requests_max_tokens_is_the_only_cap_sent_when_the_defaults_name_the_other_field(
+    base_url: str | None, field: str, other: str
+) -> None:
+    model = OpenAIChatModel("m", base_url=base_url, api_key="k", **{other: 1000})
+
+    capped = model.request_body(_prompt(ChatOptions(max_tokens=50)))
+    uncapped = model.request_body(_prompt())
+
+    assert capped[field] == 50
+    assert other not in capped
+    assert uncapped[other] == 1000  # no cap of the request's own: the defaults go as given
+    assert field not in uncapped
+
+
+@pytest.mark.parametrize(
+    ("name", "field", "other"),
+    [
+        ("openai_text_simple.json", "max_completion_tokens", "max_tokens"),
+        ("mistral_text_tool_calls_null.json", "max_tokens", "max_completion_tokens"),
+    ],
+)
+async def test_a_usage_limit_caps_the_request_in_the_field_the_hosts_api_reads(
+    name: str, field: str, other: str
+) -> None:
+    read(name)  # skips when the cassette folder is absent
+    cassette = load_cassette(cassette_dir() / name)
+    recorded = cassette.recorded_request(0).body
+    model = OpenAIChatModel(recorded["model"], client=replay_openai_client(cassette), **{other: 1000})
+    client = ChatClient(model, usage_limits=UsageLimits(output_tokens_limit=300))
+
+    answer = await client.prompt(recorded["messages"][0]["content"]).acall().content()
+
+    assert answer
+    (sent,) = cassette.requests
+    assert sent.body[field] == 300  # lowered from the defaults' 1000 to what the limit leaves
+    assert other not in sent.body
 
 
 def test_defaults_apply_and_options_then_extra_override_them() -> None:

@@ -356,6 +356,44 @@ def test_an_assistant_message_changed_after_parsing_still_sends_its_reasoning_fi
     ]
 
 
+def test_without_replay_reasoning_an_assistant_message_goes_as_its_own_text_and_calls() -> None:
+    model, cassette = _replay("responses_reasoning_roundtrip.json", replay_reasoning=False, **REASONING)
+
+    answer = ChatClient(model).prompt("Weather in Paris?").tools(get_weather).call().content()
+
+    assert answer == "Sunny in Paris."
+    assert cassette.requests[1].body["input"] == [  # no reasoning item, no item ids
+        {"role": "user", "content": "Weather in Paris?"},
+        {
+            "type": "function_call",
+            "call_id": "call_rr_paris",
+            "name": "get_weather",
+            "arguments": '{"city":"Paris"}',
+        },
+        {"type": "function_call_output", "call_id": "call_rr_paris", "output": "Sunny in Paris"},
+    ]
+    assert "replay_reasoning" not in cassette.requests[0].body
+
+
+def test_replay_reasoning_can_be_turned_off_after_construction() -> None:
+    stored = [
+        {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "enc"},
+        {"type": "function_call", "id": "fc_1", "call_id": "c1", "name": "f", "arguments": "{}"},
+    ]
+    prompt = Prompt(
+        [UserMessage("hi"), AssistantMessage(None, [ToolCall("c1", "f", "{}")], {"openai_output": stored})]
+    )
+    model = OpenAIResponsesChatModel("m", api_key="k")
+    replayed = model.request_body(prompt)["input"][1:]
+
+    model.replay_reasoning = False
+
+    assert replayed == stored
+    assert model.request_body(prompt)["input"][1:] == [
+        {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"}
+    ]
+
+
 # -- failures ----------------------------------------------------------------------------------------
 
 

@@ -38,12 +38,13 @@ import logging
 import os
 import weakref
 from collections.abc import AsyncIterator, Mapping
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, cast
 from urllib.parse import urlsplit, urlunsplit
 
 from ..._urls import split_userinfo
 from ...errors import ModelError
+from .._clients import SDKS
 from . import internals
 from .failures import model_error
 
@@ -103,32 +104,36 @@ def http_path(
     """How requests of ``client`` (an SDK client of package ``sdk_module``) to ``path`` travel:
     aiohttp when it can stand in for the SDK's HTTP stack with the same configuration, else the
     SDK's own."""
-    if aiohttp_eligible(client, sdk_module):
-        return AiohttpPath(client, path, provider=provider, security=security, sdk_module=sdk_module)
-    sdk = importlib.import_module(sdk_module)
-    sdk_error = sdk.OpenAIError if sdk_module == "openai" else sdk.AnthropicError
-    return SdkPath(client, path, provider=provider, security=security, sdk_error=sdk_error)
+    path_class = AiohttpPath if aiohttp_eligible(client, sdk_module) else SdkPath
+    return path_class(client, path, provider=provider, sdk_module=sdk_module, security=security)
 
 
 def _request_fields(sdk_options: Mapping[str, Any], security: Mapping[str, bool] | None) -> dict[str, Any]:
     """The SDK's request options (``FinalRequestOptions`` fields) for the adapter's SDK options."""
     fields: dict[str, Any] = {} if security is None else {"security": security}
-    for key, field in (("extra_headers", "headers"), ("extra_query", "params"), ("timeout", "timeout")):
+    for key, name in (("extra_headers", "headers"), ("extra_query", "params"), ("timeout", "timeout")):
         if key in sdk_options:
-            fields[field] = sdk_options[key]
+            fields[name] = sdk_options[key]
     return fields
 
 
+@dataclass(eq=False, repr=False)
 class _Endpoint:
-    """One endpoint of one SDK client: what both paths know of where a request goes."""
+    """One endpoint of one SDK client (of the package ``sdk_module``): what both paths know of where
+    a request goes. A path sets up what it needs besides in ``__post_init__``."""
 
-    def __init__(self, client: Any, path: str, provider: str, security: Mapping[str, bool] | None) -> None:
-        self.client = client
-        self.path = path
-        self.provider = provider
-        self.url = _endpoint_url(str(client.base_url), path)
-        """The endpoint's URL, as errors name it (redacted there)."""
-        self._security = security
+    client: Any
+    path: str
+    _: KW_ONLY
+    provider: str
+    sdk_module: str
+    security: Mapping[str, bool] | None
+    """The SDK's security option for the endpoint (how it authenticates), when it has one."""
+    url: str = field(init=False)
+    """The endpoint's URL, as errors name it (redacted there)."""
+
+    def __post_init__(self) -> None:
+        self.url = _endpoint_url(str(self.client.base_url), self.path)
 
 
 def _endpoint_url(base_url: str, path: str) -> str:
@@ -145,22 +150,16 @@ class SdkPath(_Endpoint):
     ``timeout``) as the SDK's request options. The body is JSON already serialized: the SDK sends
     bytes as they are."""
 
-    def __init__(
-        self,
-        client: Any,
-        path: str,
-        *,
-        provider: str,
-        security: Mapping[str, bool] | None,
-        sdk_error: type[Exception],
-    ) -> None:
-        super().__init__(client, path, provider, security)
-        self._sdk_error = sdk_error
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        sdk = importlib.import_module(self.sdk_module)
+        self._sdk_error: type[Exception] = getattr(sdk, SDKS[self.sdk_module].error_class)
+        """The SDK's root error (``openai.OpenAIError``...): what a failed ``post`` raises."""
 
     async def send(self, body: bytes, sdk_options: Mapping[str, Any], *, stream: bool) -> Reply:
         import httpx2
 
-        options = _request_fields(sdk_options, self._security)
+        options = _request_fields(sdk_options, self.security)
         try:
             response = await self.client.post(
                 self.path, cast_to=httpx2.Response, content=body, options=options, stream=stream
@@ -227,7 +226,6 @@ def _uses_default_http_client(client: object, sdk_module: str) -> bool:
     return not (getattr(http_client, "_mounts", None) or getattr(pool_of(http_client), "_proxy", None))
 
 
-_CLIENT_CLASSES = {"openai": "AsyncOpenAI", "anthropic": "AsyncAnthropic"}
 _SEND_HOOKS = ("_provider_runtime", "_workload_identity_auth", "_api_key_provider", "_token_cache")
 """Client attributes that, when set, take part in sending each request (keys minted per request)."""
 
@@ -237,8 +235,8 @@ def aiohttp_eligible(client: object, sdk_module: str) -> bool:
     sent without it — with exactly the SDK's configuration (see the module docstring)."""
     if not _uses_default_http_client(client, sdk_module):
         return False
-    sdk = importlib.import_module(sdk_module)
-    client_class = getattr(sdk, _CLIENT_CLASSES.get(sdk_module, ""), None)
+    spec = SDKS.get(sdk_module)
+    client_class = getattr(importlib.import_module(sdk_module), spec.client_class) if spec else None
     if client_class is None or type(client) is not client_class:
         return False
     if internals.missing(client, sdk_module):  # an SDK release moved what this path reads
@@ -283,24 +281,16 @@ _TEMPLATES_KEPT = 32
 class AiohttpPath(_Endpoint):
     """Requests of one SDK client over one aiohttp session, on the event loop that made it."""
 
-    def __init__(
-        self,
-        client: Any,
-        path: str,
-        *,
-        provider: str,
-        security: Mapping[str, bool] | None,
-        sdk_module: str,
-    ) -> None:
+    def __post_init__(self) -> None:
         import aiohttp
 
-        super().__init__(client, path, provider, security)
-        self._sdk_module = sdk_module
+        super().__post_init__()
+        sdk_module = self.sdk_module
         self._options_class = importlib.import_module(f"{sdk_module}._models").FinalRequestOptions
         # The SDK's own retry log lines, on its logger: what watches them (advisorchain chat's
         # "retrying" lines, a user's logging setup) sees the same on either path.
         self._log = logging.getLogger(f"{sdk_module}._base_client")
-        pool = pool_of(client._client)
+        pool = pool_of(self.client._client)
         connector = aiohttp.TCPConnector(
             limit=_pool_size(pool),
             limit_per_host=0,
@@ -426,11 +416,11 @@ class AiohttpPath(_Endpoint):
         import aiohttp
 
         client = self.client
-        fields = _request_fields(sdk_options, self._security)
+        fields = _request_fields(sdk_options, self.security)
         options = self._options_class.construct(method="post", url=self.path, json_data={}, **fields)
         try:
             if getattr(client, "_platform", True) is None:
-                base = importlib.import_module(f"{self._sdk_module}._base_client")
+                base = importlib.import_module(f"{self.sdk_module}._base_client")
                 client._platform = await asyncio.to_thread(base.get_platform)
             options = await client._prepare_options(options)
             request = client._build_request(options, retries_taken=0)

@@ -132,6 +132,11 @@ class DefinitionsWire:
         self._size = size
         self._entries: OrderedDict[tuple[int, ...], tuple[tuple[Any, ...], Spliced]] = OrderedDict()
 
+    def build(self, definitions: Sequence[Any]) -> list[dict[str, Any]]:
+        """The list ``build`` makes of ``definitions``, not serialized (for a body whose tools are
+        joined with others)."""
+        return self._build(definitions)
+
     def spliced(self, definitions: Sequence[Any]) -> Spliced:
         """The JSON of ``definitions``, serialized on first use."""
         key = tuple(map(id, definitions))
