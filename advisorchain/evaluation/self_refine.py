@@ -81,13 +81,15 @@ class SelfRefineEvaluationAdvisor:
                 "not have; use it in offline evals (evaluate_cases), or pick an evaluator such as "
                 "LLMJudgeEvaluator here"
             )
-        self._max_attempts = check_int(max_attempts, "max_attempts", minimum=1)
+        self.max_attempts = check_int(max_attempts, "max_attempts", minimum=1)
+        """How many answers the advisor asks for at most."""
         if on_failure not in get_args(OnFailure):
             raise ChainConfigurationError(
                 f"on_failure must be 'return' (the last answer) or 'raise' (EvaluationFailedError), "
                 f"got {on_failure!r}"
             )
-        self._on_failure: OnFailure = on_failure
+        self.on_failure: OnFailure = on_failure
+        """What happens when every attempt was rejected: ``"return"`` or ``"raise"``."""
         self._feedback_template = _check_template(feedback_template)
         self.order = check_order(order, inside=True)
 
@@ -100,16 +102,6 @@ class SelfRefineEvaluationAdvisor:
     def evaluator(self) -> object:
         """The evaluator that judges each answer."""
         return self._evaluator.evaluator
-
-    @property
-    def max_attempts(self) -> int:
-        """How many answers the advisor asks for at most."""
-        return self._max_attempts
-
-    @property
-    def on_failure(self) -> OnFailure:
-        """What happens when every attempt was rejected: ``"return"`` or ``"raise"``."""
-        return self._on_failure
 
     async def advise_call(self, request: ChatClientRequest, chain: CallAdvisorChain) -> ChatClientResponse:
         """Call the rest of the chain until an answer passes, at most ``max_attempts`` times."""
@@ -143,12 +135,12 @@ class SelfRefineEvaluationAdvisor:
                 EvaluationRequest(question, answer, _passages(request, response), retry.prompt.instructions)
             )
             results.append(result)
-            if result.passed or len(results) >= self._max_attempts:
+            if result.passed or len(results) >= self.max_attempts:
                 break
             feedback = self._feedback_template.format(feedback=result.feedback, answer=answer or "")
             retry = request.copy(prompt=request.prompt.with_text_appended_to_last_user(feedback))
         final = _finished(response, usages, results)
-        if not results[-1].passed and self._on_failure == "raise":
+        if not results[-1].passed and self.on_failure == "raise":
             raise self._exhausted(final, tuple(results))
         return final, extra
 
@@ -160,7 +152,7 @@ class SelfRefineEvaluationAdvisor:
         last = results[-1].feedback
         return EvaluationFailedError(
             f"evaluator {self._evaluator.name!r} rejected all {n} answer{'s' if n > 1 else ''} "
-            f"(max_attempts={self._max_attempts})" + (f"; last feedback: {last}" if last else ""),
+            f"(max_attempts={self.max_attempts})" + (f"; last feedback: {last}" if last else ""),
             results=results,
             answer=chat.text if chat is not None else None,
             response=chat,
@@ -168,8 +160,8 @@ class SelfRefineEvaluationAdvisor:
 
     def __repr__(self) -> str:
         return (
-            f"SelfRefineEvaluationAdvisor({self._evaluator.name}, max_attempts={self._max_attempts}, "
-            f"on_failure={self._on_failure!r}, order={self.order})"
+            f"SelfRefineEvaluationAdvisor({self._evaluator.name}, max_attempts={self.max_attempts}, "
+            f"on_failure={self.on_failure!r}, order={self.order})"
         )
 
 
