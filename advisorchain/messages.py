@@ -11,7 +11,7 @@ import binascii
 import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeAlias
+from typing import Any, ClassVar, TypeAlias
 
 __all__ = [
     "AssistantMessage",
@@ -69,9 +69,8 @@ class SystemMessage:
     def __post_init__(self) -> None:
         object.__setattr__(self, "metadata", _frozen_dict(self.metadata))
 
-    @property
-    def type(self) -> MessageType:
-        return MessageType.SYSTEM
+    type: ClassVar[MessageType] = MessageType.SYSTEM
+    """The kind of message (a constant of the class)."""
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -145,9 +144,8 @@ class UserMessage:
                     "wrap it as Media(mime_type, data=... or url=...)"
                 )
 
-    @property
-    def type(self) -> MessageType:
-        return MessageType.USER
+    type: ClassVar[MessageType] = MessageType.USER
+    """The kind of message (a constant of the class)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,9 +159,8 @@ class AssistantMessage:
     def __post_init__(self) -> None:
         _freeze(self, "tool_calls")
 
-    @property
-    def type(self) -> MessageType:
-        return MessageType.ASSISTANT
+    type: ClassVar[MessageType] = MessageType.ASSISTANT
+    """The kind of message (a constant of the class)."""
 
     def has_tool_calls(self) -> bool:
         """True when the model asked for at least one tool call."""
@@ -196,9 +193,8 @@ class ToolResponseMessage:
     def __post_init__(self) -> None:
         _freeze(self, "responses")
 
-    @property
-    def type(self) -> MessageType:
-        return MessageType.TOOL
+    type: ClassVar[MessageType] = MessageType.TOOL
+    """The kind of message (a constant of the class)."""
 
 
 Message: TypeAlias = SystemMessage | UserMessage | AssistantMessage | ToolResponseMessage

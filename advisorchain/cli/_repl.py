@@ -17,7 +17,7 @@ import signal
 import traceback
 from collections.abc import Callable, Coroutine, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -173,32 +173,24 @@ class Conversation:
     session: str | None
 
 
+@dataclass(eq=False)
 class Repl:
     """The interactive chat: a prompt, slash commands, turns that Ctrl-C cancels."""
 
-    def __init__(
-        self,
-        agent: Agent,
-        display: Display,
-        interrupts: Interrupts,
-        conversation: Conversation,
-        *,
-        store: Store | None,
-        memory_url: str | None,
-        stream: bool,
-        collector: Any,
-        debug: bool = False,
-    ) -> None:
-        self.debug = debug
-        self.agent = agent
-        self.display = display
-        self.interrupts = interrupts
-        self.conversation = conversation
-        self.store = store
-        self.memory_url = memory_url
-        self.stream = stream
-        self.collector = collector
-        self.armed = False  # the last thing that happened was a Ctrl-C: one more at an empty prompt leaves
+    agent: Agent
+    display: Display
+    interrupts: Interrupts
+    conversation: Conversation
+    _: KW_ONLY
+    store: Store | None
+    memory_url: str | None
+    stream: bool
+    collector: Any
+    debug: bool = False
+    armed: bool = field(default=False, init=False)
+    """The last thing that happened was a Ctrl-C: one more at an empty prompt leaves."""
+
+    def __post_init__(self) -> None:
         self._handlers: dict[str, Callable[[str], Coroutine[Any, Any, bool]]] = {
             "help": self._help,
             "new": self._new,
