@@ -23,9 +23,9 @@ from decimal import Decimal
 from typing import Any, Literal, TypeAlias
 
 from ._checks import check_int
-from .errors import ChainConfigurationError
+from .errors import ChainConfigurationError, UsageLimitExceeded
 
-__all__ = ["ModelPrice", "PriceFunction", "RunUsage", "Usage", "UsageLimits"]
+__all__ = ["ModelPrice", "PriceFunction", "RunUsage", "Usage", "UsageLimitExceeded", "UsageLimits"]
 
 _MILLION = Decimal(1_000_000)
 

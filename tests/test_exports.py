@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 
 import advisorchain
 
@@ -47,7 +48,7 @@ _SECTIONS = {
     "advisorchain.durable": "RunRequest",
     "advisorchain.mcp": "McpServerStdio McpServerHttp serve",
     "advisorchain.web": "create_app",
-    "advisorchain.evaluation": "EvaluationRequest EvaluationResult Evaluator LLMJudgeEvaluator RelevancyEvaluator "
+    "advisorchain.evaluation": "EvaluationRequest EvaluationResult Evaluator EvaluationFailedError LLMJudgeEvaluator RelevancyEvaluator "
     "FactCheckingEvaluator SelfRefineEvaluationAdvisor Case CaseResult EvaluatorTotals EvaluationReport "
     "ExpectedAnswerEvaluator evaluate_cases aevaluate_cases",
     "advisorchain.rag": "Document EmbeddingModel LocalEmbeddingModel OpenAIEmbeddingModel SearchRequest Filter "
@@ -60,7 +61,7 @@ _SECTIONS = {
     "StructuredOutputValidationError ModelError ChainConfigurationError ContextLengthExceededError "
     "EvaluationFailedError VectorStoreError UsageLimitExceeded",
     "advisorchain.client": "ChatClient ResponseEntity",
-    "advisorchain.usage": "Usage ModelPrice UsageLimits RunUsage",
+    "advisorchain.usage": "Usage ModelPrice UsageLimits RunUsage UsageLimitExceeded",
 }
 
 
@@ -154,3 +155,27 @@ def test_the_typed_error_tree_is_exported_from_errors_and_the_top_level() -> Non
     errors = importlib.import_module("advisorchain.errors")
     assert [n for n in names if n not in errors.__all__ or n not in advisorchain.__all__] == []
     assert all(issubclass(getattr(errors, n), errors.AdvisorChainError) for n in names)
+
+
+def test_type_checkers_see_every_public_name_with_its_type(tmp_path: Path) -> None:
+    """The lazy top-level package names its exports for type checkers through star imports of its
+    subpackages: none of them may reach a user's mypy as Any (a re-export mypy cannot follow)."""
+    from mypy import api
+
+    # no_model_requests is a pytest fixture, made on first access (module __getattr__): Any by design.
+    sections = {
+        module: [n for n in names.split() if n != "no_model_requests"]
+        for module, names in _SECTIONS.items()
+        if "models" not in module
+    }
+    lines = ["import advisorchain"]
+    lines += [f"reveal_type(advisorchain.{name})" for name in advisorchain.__all__]
+    for module, names in sections.items():
+        lines += [f"from {module} import {name} as _{i}_{name}" for i, name in enumerate(names)]
+        lines += [f"reveal_type(_{i}_{name})" for i, name in enumerate(names)]
+    source = tmp_path / "names.py"
+    source.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    out, err, _ = api.run(["--strict", "--cache-dir", str(tmp_path / "cache"), str(source)])
+    revealed = [line for line in out.splitlines() if "Revealed type" in line]
+    assert len(revealed) == len(lines) - 1 - sum(len(n) for n in sections.values()), out + err
+    assert not [line for line in revealed if line.endswith('"Any"')], out

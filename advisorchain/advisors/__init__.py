@@ -2,8 +2,20 @@
 built-in advisors, one module each."""
 
 from ..tools.todo import TodoItem, TodoTools
-from . import api
-from .api import *  # noqa: F403
+from .api import (
+    AdvisorChain,
+    AdvisorParams,
+    BaseAdvisor,
+    CallAdvisor,
+    CallAdvisorChain,
+    ChatClientRequest,
+    ChatClientResponse,
+    MemoryAdvisor,
+    Ordered,
+    StreamAdvisor,
+    StreamAdvisorChain,
+    ToolAdvisor,
+)
 from .compaction import ContextCompactionAdvisor
 from .history import HistoryReplacement
 from .logging import SimpleLoggerAdvisor
@@ -16,17 +28,28 @@ from .tool_calling import ToolCallingAdvisor
 from .tool_search import ToolSearchToolCallingAdvisor
 
 __all__ = [
+    "AdvisorChain",
+    "AdvisorParams",
+    "BaseAdvisor",
+    "CallAdvisor",
+    "CallAdvisorChain",
+    "ChatClientRequest",
+    "ChatClientResponse",
     "ContextCompactionAdvisor",
     "HistoryReplacement",
+    "MemoryAdvisor",
     "MessageChatMemoryAdvisor",
+    "Ordered",
     "RequestRetryAdvisor",
     "SafeGuardAdvisor",
     "SimpleLoggerAdvisor",
+    "StreamAdvisor",
+    "StreamAdvisorChain",
     "StructuredOutputValidationAdvisor",
     "TodoItem",
     "TodoReminderAdvisor",
     "TodoTools",
+    "ToolAdvisor",
     "ToolCallingAdvisor",
     "ToolSearchToolCallingAdvisor",
 ]
-__all__ += api.__all__  # the contract: chain, request/response, BaseAdvisor, Ordered, markers

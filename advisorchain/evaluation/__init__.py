@@ -9,6 +9,7 @@ set of cases.
   ``aevaluate_cases`` and the ``EvaluationReport``.
 """
 
+from ..errors import EvaluationFailedError
 from .api import EvaluationRequest, EvaluationResult, Evaluator
 from .cases import Case, CaseResult, EvaluationReport, EvaluatorTotals
 from .judges import FactCheckingEvaluator, LLMJudgeEvaluator, RelevancyEvaluator
@@ -19,6 +20,7 @@ __all__ = [  # by module, as imported above
     "EvaluationRequest",
     "EvaluationResult",
     "Evaluator",
+    "EvaluationFailedError",
     "Case",
     "CaseResult",
     "EvaluationReport",

@@ -4,8 +4,13 @@ The PostgreSQL and Redis repositories import their drivers only when one is buil
 imports without them.
 """
 
-from . import api
-from .api import *  # noqa: F403
+from .api import (
+    AtomicChatMemoryRepository,
+    ChatMemory,
+    ChatMemoryDecodeError,
+    ChatMemoryRepository,
+    ConversationChange,
+)
 from .entries import EntryChatMemoryRepository, StoredEntry, drop_unreadable, read_entries
 from .in_memory import InMemoryChatMemoryRepository
 from .postgres import PostgresChatMemoryRepository
@@ -14,6 +19,11 @@ from .sqlite import SQLiteChatMemoryRepository
 from .window import MessageWindowChatMemory, apply_window
 
 __all__ = [
+    "AtomicChatMemoryRepository",
+    "ChatMemory",
+    "ChatMemoryDecodeError",
+    "ChatMemoryRepository",
+    "ConversationChange",
     "EntryChatMemoryRepository",
     "InMemoryChatMemoryRepository",
     "MessageWindowChatMemory",
@@ -25,4 +35,3 @@ __all__ = [
     "drop_unreadable",
     "read_entries",
 ]
-__all__ += api.__all__  # the contract: ChatMemory, the repository protocols, conversation_id_of
