@@ -387,6 +387,7 @@ class RunMeter:
             partial_response=self.last_response,
         )
         error._advisorchain_meter = self  # type: ignore[attr-defined]  # whose run it ended
+        error._advisorchain_why = why  # type: ignore[attr-defined]  # for the ending of a finished run
         return error
 
 
@@ -494,18 +495,24 @@ def _added(previous: Sequence[Message], current: Sequence[Message]) -> Sequence[
     return added
 
 
-def limit_ending(error: UsageLimitExceeded, meter: RunMeter | None) -> ChatResponse | None:
+def limit_ending(
+    error: UsageLimitExceeded, meter: RunMeter | None, *, after_text: bool = False
+) -> ChatResponse | None:
     """The answer that ends ``meter``'s run when its limits say ``on_exceeded="finish"``: one
-    generation saying which limit was hit, finish reason ``usageLimitExceeded``, the usage as far as
-    it went. None when ``error`` must propagate (``on_exceeded="raise"``, or another run's limit)."""
+    generation saying which limit was hit and why, finish reason ``usageLimitExceeded``, the usage
+    as far as it went (``after_text``: the run's text already went out on a stream, so the ending
+    starts a paragraph of its own). None when ``error`` must propagate (``on_exceeded="raise"``, or
+    another run's limit)."""
     if meter is None or id(getattr(error, "_advisorchain_meter", None)) != id(meter):
         return None  # another run's limit (a sub-agent's, a judge's) is an error like any other
     limits = meter.limits
     if limits is None or limits.on_exceeded != "finish":
         return None
     last = meter.last_response
+    why = getattr(error, "_advisorchain_why", "was reached").split(" (", 1)[0]
+    lead = "\n\n" if after_text else ""  # a paragraph of its own after the streamed text
     text = (
-        f"I stopped: the usage limit {error.limit_name}={error.limit} was reached "
+        f"{lead}I stopped: the usage limit {error.limit_name}={error.limit} {why} "
         f"({meter.run_usage().describe()})."
     )
     return ChatResponse.of(

@@ -257,7 +257,8 @@ class ChatClientRequestSpec:
         return other
 
     def messages(self, *messages: Message | Iterable[Message]) -> ChatClientRequestSpec:
-        """Messages (history) placed between the system text and the user text, in order."""
+        """Messages (history) placed between the system text and the user text, in order; a
+        ``SystemMessage`` among them replaces the client's default system text."""
         for item in messages:
             batch = [item] if isinstance(item, _MESSAGE_TYPES) else list(item)
             # Checked in C (a long history costs nanoseconds a message); the culprit named after.
@@ -380,6 +381,8 @@ class ChatClientRequestSpec:
     def _system_text(self) -> str | None:
         if not self._system_is_default or self._system is None:
             return self._system
+        if any(type(m) is SystemMessage for m in self._messages):
+            return None  # a history with its own system message (a resumed round): not added twice
         params = {**self._client.default_system_params, **self._system_params}
         return render(self._system, params, "default system text") if params else self._system
 
@@ -387,8 +390,8 @@ class ChatClientRequestSpec:
         if self._user is not None:
             return self._user
         template = self._client.default_user
-        if template is None:
-            return None
+        if template is None or AdvisorParams.TOOL_APPROVALS in self._params:
+            return None  # decisions resume a waiting round: no new user turn of the defaults'
         params = {**self._client.default_user_params, **self._user_params}
         return UserMessage(render(template, params, "default user text") if params else template)
 
@@ -483,8 +486,8 @@ class _Request:
             return conversation_turns(self.advisors, self.request)
         return _Given(self.request)
 
-    def _ending(self, error: UsageLimitExceeded) -> ChatClientResponse:
-        ending = limit_ending(error, self.meter)
+    def _ending(self, error: UsageLimitExceeded, *, after_text: bool = False) -> ChatClientResponse:
+        ending = limit_ending(error, self.meter, after_text=after_text)
         if ending is None:
             raise error
         return ChatClientResponse(ending, self.request.context)
@@ -515,7 +518,7 @@ class _Request:
                     yield chunk
         except UsageLimitExceeded as exc:
             obs.record_run(obs.current_span(), meter.run_usage())  # the request span, while we run
-            yield _finished(self._ending(exc), meter, final=True)
+            yield _finished(self._ending(exc, after_text=last is not None), meter, final=True)
             return
         except Exception:
             obs.record_run(obs.current_span(), meter.run_usage())

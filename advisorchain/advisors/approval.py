@@ -39,6 +39,7 @@ __all__ = [
     "given_decisions",
     "has_decisions_to_make",
     "may_be_waiting",
+    "model_history",
     "merged_result",
     "round_to_run",
     "waiting_response",
@@ -208,6 +209,29 @@ def waiting_response(
         AdvisorParams.CONVERSATION_HISTORY: (*history, message),
     }
     return ChatClientResponse(waiting, context)
+
+
+async def model_history(
+    request: ChatClientRequest, inner: Sequence[object], history: Sequence[Message], chat: ChatResponse
+) -> tuple[Message, ...]:
+    """The history a waiting round reports: the loop's own, or — with memory inside the loop, whose
+    stored conversation the model saw but the loop does not hold — the prompt's system messages, that
+    conversation and the loop's messages of this turn (each once: what the memory already stored of
+    the turn is not repeated), without the waiting message, which follows it in the response."""
+    memory = next((a for a in inner if isinstance(a, MemoryAdvisor)), None)
+    if memory is None:
+        return tuple(history)
+    stored = list(await memory.conversation_history(request))
+    message = tool_call_message(chat)
+    tail = stored[-1] if stored else None
+    if isinstance(tail, AssistantMessage) and message is not None and tail.tool_calls == message.tool_calls:
+        stored.pop()
+    systems = [m for m in history if isinstance(m, SystemMessage)]
+    turn = [m for m in history if not isinstance(m, SystemMessage)]
+    shared = next(
+        k for k in range(min(len(stored), len(turn)), -1, -1) if stored[len(stored) - k :] == turn[:k]
+    )
+    return (*systems, *(m for m in stored if not isinstance(m, SystemMessage)), *turn[shared:])
 
 
 async def waiting_round(

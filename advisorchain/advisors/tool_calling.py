@@ -62,6 +62,7 @@ class _Loop:
     malformed_rounds: int = 0
     replacements: list[HistoryReplacement] = field(default_factory=list)
     meter: RunMeter | None = None
+    inner: Sequence[object] = ()  # the advisors inside the loop (a memory there holds history too)
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,7 +119,8 @@ class ToolCallingAdvisor(ToolAdvisor):
 
     async def advise_call(self, request: ChatClientRequest, chain: CallAdvisorChain) -> ChatClientResponse:
         request = await self._initialize(request, chain)
-        inner, loop = chain.copy(self), _Loop(meter=run_meter(chain))
+        inner = chain.copy(self)
+        loop = _Loop(meter=run_meter(chain), inner=inner.call_advisors)
         try:
             resumed = (
                 await self._resume(loop, request, inner.call_advisors)
@@ -142,7 +144,8 @@ class ToolCallingAdvisor(ToolAdvisor):
         self, request: ChatClientRequest, chain: StreamAdvisorChain
     ) -> AsyncIterator[ChatClientResponse]:
         request = await self._initialize(request, chain)
-        inner, loop = chain.copy(self), _Loop(meter=run_meter(chain))
+        inner = chain.copy(self)
+        loop = _Loop(meter=run_meter(chain), inner=inner.stream_advisors)
         try:
             resumed = (
                 await self._resume(loop, request, inner.stream_advisors)
@@ -156,6 +159,7 @@ class ToolCallingAdvisor(ToolAdvisor):
             await self._finalize(resumed.response, chain)
             return
         request = resumed or request
+        sent = False  # whether text went out live (a limit's ending then starts a paragraph)
         try:
             while True:
                 request = await self._round_request(request, chain, loop)
@@ -168,6 +172,7 @@ class ToolCallingAdvisor(ToolAdvisor):
                         if _decides_the_round(chunk):
                             held.append(chunk)
                         else:
+                            sent = True
                             yield chunk  # text streams live
                 aggregated = aggregation.client_response()
                 step = await self._after_round(loop, request, await self._after_call(aggregated, chain))
@@ -175,6 +180,7 @@ class ToolCallingAdvisor(ToolAdvisor):
                     for chunk in held:  # a round that asked for tools: only its text goes out
                         text = _text_only(chunk)
                         if text is not None:
+                            sent = True
                             yield text
                     request = step
                     continue
@@ -188,7 +194,7 @@ class ToolCallingAdvisor(ToolAdvisor):
                 await self._finalize(step.response, chain)
                 return
         except UsageLimitExceeded as exc:
-            stop = _usage_stop(exc, loop, request)  # the round's text went out; the ending follows
+            stop = _usage_stop(exc, loop, request, after_text=sent)  # the text went out; the ending follows
             yield stop.response
             await self._finalize(stop.response, chain)
 
@@ -226,7 +232,8 @@ class ToolCallingAdvisor(ToolAdvisor):
         if approval.has_decisions_to_make(prompt, chat, None):
             decided = await approval.decide_round(self.tool_calling_manager, prompt, chat)
         if isinstance(decided, approval.Pending):
-            return self._waiting(loop, response, chat, decided, prompt.instructions)
+            history = await approval.model_history(request, loop.inner, prompt.instructions, chat)
+            return self._waiting(loop, response, chat, decided, history)
         return await self._execute(loop, request, response, chat, prompt, decided)
 
     async def _execute(
@@ -477,10 +484,12 @@ class ToolCallingAdvisor(ToolAdvisor):
         return messages
 
 
-def _usage_stop(error: UsageLimitExceeded, loop: _Loop, request: ChatClientRequest) -> _Stop:
+def _usage_stop(
+    error: UsageLimitExceeded, loop: _Loop, request: ChatClientRequest, *, after_text: bool = False
+) -> _Stop:
     """The loop's end on a usage limit of the run whose limits say ``on_exceeded="finish"`` (one
     answer saying which limit was hit, like a tool-call limit); otherwise ``error`` propagates."""
-    ending = limit_ending(error, loop.meter)
+    ending = limit_ending(error, loop.meter, after_text=after_text)
     if ending is None:
         raise error
     return _Stop(ChatClientResponse(ending, request.context), synthetic=True)

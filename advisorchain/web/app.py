@@ -70,9 +70,12 @@ def create_app(
     """
     if not isinstance(client, ChatClient):
         raise TypeError(f"create_app serves a ChatClient, got {client!r}")
-    if token is not None and (not isinstance(token, str) or len(token) < 16 or not token.isprintable()):
+    if token is not None and (
+        not isinstance(token, str) or not token.isprintable() or token.split() != [token]
+    ):
         raise ValueError(
-            "token must be a string of at least 16 printable characters (or None for a random one)"
+            "token must be a non-empty string of printable characters without spaces (it travels in a URL "
+            "and a header), or None for a random one"
         )
     secret = token if token is not None else secrets.token_urlsafe(24)
     service = WebService(client, memory)

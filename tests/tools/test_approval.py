@@ -133,7 +133,9 @@ async def _ask_then_decide(model: ScriptedChatModel, decisions: dict[str, Any]) 
     client = ChatClient(model)
     first = await client.prompt("q").tools(send_mail, lookup).acall().chat_client_response()
     history = first.context[AdvisorParams.CONVERSATION_HISTORY]
-    await client.prompt().messages(history).tools(send_mail, lookup).tool_approvals(decisions).acall().content()
+    await (
+        client.prompt().messages(history).tools(send_mail, lookup).tool_approvals(decisions).acall().content()
+    )
 
 
 async def test_a_denial_without_a_reason_is_the_exact_text_and_true_false_are_decisions() -> None:
@@ -268,3 +270,46 @@ async def test_with_memory_the_waiting_round_is_stored_and_resumed_by_conversati
         "AssistantMessage",
         "ToolResponseMessage",
     ]
+
+
+@pytest.mark.parametrize("path", PATHS)
+async def test_a_resumed_history_keeps_one_system_message_and_gets_no_default_user_text(path: str) -> None:
+    """The returned history, given to messages(...), reproduces the prompt (§10) even when the
+    client has a default system text (the history holds it already) and a default user text (the
+    decisions resume a round; they are not a new user turn)."""
+    model = ScriptedChatModel([_asks(), "Mailed ada.", "Hi."])
+    client = ChatClient(model, default_system="Be careful.", default_user="Hello")
+    first = await client.prompt("mail ada and bob").tools(send_mail, lookup).acall().chat_client_response()
+    history = first.context[AdvisorParams.CONVERSATION_HISTORY]
+    spec = client.prompt().messages(history).tools(send_mail, lookup).tool_approvals({"c2": True, "c3": True})
+    response = await _run(client, path, spec)
+    assert response.chat_response is not None and response.chat_response.text == "Mailed ada."
+    assert model.prompts[1].instructions[:-1] == tuple(history)
+    assert [type(m).__name__ for m in model.prompts[1].instructions].count("SystemMessage") == 1
+    # Without a system message in the messages, the default system text is still sent first.
+    await client.prompt().messages([UserMessage("hi")]).acall().content()
+    assert model.prompts[-1].instructions == (
+        SystemMessage("Be careful."),
+        UserMessage("hi"),
+        UserMessage("Hello"),
+    )
+
+
+@pytest.mark.parametrize("path", PATHS)
+async def test_with_memory_inside_the_loop_the_returned_history_holds_what_the_model_saw(path: str) -> None:
+    memory = MessageWindowChatMemory()
+    model = ScriptedChatModel(["Hello Ada.", _asks()])
+    memory_inside = MessageChatMemoryAdvisor(memory, order=ToolCallingAdvisor.DEFAULT_ORDER + 100)
+    client = ChatClient(model, default_system="Be careful.", default_advisors=[memory_inside])
+    await client.prompt("I am Ada.").acall().content()
+    response = await _run(client, path, client.prompt("mail ada and bob").tools(send_mail, lookup))
+    history = response.context[AdvisorParams.CONVERSATION_HISTORY]
+    assert history[:-1] == model.prompts[-1].instructions  # the model's prompt, then the waiting message
+    assert history == (
+        SystemMessage("Be careful."),
+        UserMessage("I am Ada."),
+        AssistantMessage("Hello Ada."),
+        UserMessage("mail ada and bob"),
+        _asks(),
+    )
+    assert RAN == []

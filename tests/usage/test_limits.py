@@ -296,6 +296,24 @@ async def test_on_exceeded_finish_without_a_tool_loop(path: Path) -> None:
     if path == "stream":  # the answer's text had reached the caller already; the ending follows it
         texts = [c.chat_response.text for c in outcome.chunks if c.chat_response and c.chat_response.text]
         assert texts[:2] == ["Long", " answer"] and "output_tokens_limit" in texts[-1]
+        assert texts[-1].startswith("\n\nI stopped: the usage limit output_tokens_limit=20 was passed")
+    else:
+        assert (outcome.text or "").startswith("I stopped: the usage limit output_tokens_limit=20 was passed")
+
+
+async def test_on_exceeded_finish_says_why_a_cost_limit_could_not_be_enforced(path: Path) -> None:
+    model = ScriptedChatModel([says("Hello", usage=Usage(10, 5))])
+    client = ChatClient(
+        model,
+        tool_calling_auto_register=False,
+        usage_limits=UsageLimits(cost_limit=Decimal(1), on_exceeded="finish"),
+    )
+    outcome = await run(client.prompt("hi"), path)
+    assert outcome.finish_reason == "usageLimitExceeded"
+    texts = [c.chat_response.text for c in outcome.chunks if c.chat_response and c.chat_response.text]
+    ending = texts[-1] if path == "stream" else outcome.text or ""
+    assert "the usage limit cost_limit=1 cannot be enforced: model" in ending
+    assert "was reached" not in ending
 
 
 async def test_on_exceeded_finish_before_tool_calls(path: Path) -> None:
