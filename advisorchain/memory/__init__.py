@@ -19,19 +19,22 @@ from .sqlite import SQLiteChatMemoryRepository
 from .window import MessageWindowChatMemory, apply_window
 
 __all__ = [
-    "AtomicChatMemoryRepository",
+    # the contract (api)
     "ChatMemory",
-    "ChatMemoryDecodeError",
     "ChatMemoryRepository",
+    "AtomicChatMemoryRepository",
     "ConversationChange",
-    "EntryChatMemoryRepository",
-    "InMemoryChatMemoryRepository",
+    "ChatMemoryDecodeError",
+    # the window policy
     "MessageWindowChatMemory",
+    "apply_window",
+    # the repositories
+    "InMemoryChatMemoryRepository",
+    "SQLiteChatMemoryRepository",
     "PostgresChatMemoryRepository",
     "RedisChatMemoryRepository",
-    "SQLiteChatMemoryRepository",
+    "EntryChatMemoryRepository",
     "StoredEntry",
-    "apply_window",
-    "drop_unreadable",
     "read_entries",
+    "drop_unreadable",
 ]
