@@ -10,10 +10,10 @@ least; the tool is async, so no worker thread hides time from the count.
 from __future__ import annotations
 
 import asyncio
-import gc
-import time
 from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any
+
+from _timing import best_seconds_per_run
 
 from advisorchain import (
     AssistantMessage,
@@ -34,8 +34,6 @@ from advisorchain.tools.function import tool
 
 ADVISOR_COUNTS = (0, 1, 5)
 ITERATIONS = (1, 5, 10, 20)
-REPEATS = 7
-TARGET_SECONDS = 0.1  # per repeat
 
 
 @tool
@@ -99,25 +97,6 @@ def _runner(path: str, advisors: int, iterations: int) -> Callable[[], Coroutine
     return run_stream
 
 
-async def _best_seconds_per_run(run: Callable[[], Coroutine[Any, Any, None]]) -> float:
-    await run()  # warm-up (schema caches, first-call paths)
-    start, runs = time.process_time(), 0
-    while time.process_time() - start < TARGET_SECONDS:
-        await run()
-        runs += 1
-    best = float("inf")
-    gc.disable()  # as timeit does: a collection landing in one repeat is noise, not loop cost
-    try:
-        for _ in range(REPEATS):
-            start = time.process_time()
-            for _ in range(runs):
-                await run()
-            best = min(best, (time.process_time() - start) / runs)
-    finally:
-        gc.enable()
-    return best
-
-
 async def _table(path: str) -> list[str]:
     lines = [
         f"### {path} path",
@@ -127,7 +106,7 @@ async def _table(path: str) -> list[str]:
     ]
     for advisors in ADVISOR_COUNTS:
         for iterations in ITERATIONS:
-            seconds = await _best_seconds_per_run(_runner(path, advisors, iterations))
+            seconds = await best_seconds_per_run(_runner(path, advisors, iterations))
             micros = seconds * 1e6
             lines.append(f"| {advisors} | {iterations} | {micros:,.0f} | {micros / iterations:,.1f} |")
     return lines

@@ -14,11 +14,12 @@ baseline of a before/after comparison).
 from __future__ import annotations
 
 import asyncio
-import gc
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine
 from decimal import Decimal
 from typing import Any
+
+from _timing import best_seconds_per_run
 
 from advisorchain import (
     AssistantMessage,
@@ -33,8 +34,6 @@ from advisorchain.testing import stream_chunks
 from advisorchain.tools.function import tool
 
 ITERATIONS = (1, 5, 20)
-REPEATS = 7
-TARGET_SECONDS = 0.1  # per repeat
 
 
 @tool
@@ -99,25 +98,6 @@ def _runner(path: str, iterations: int, settings: dict[str, Any]) -> Callable[[]
     return run_call if path == "call" else run_stream
 
 
-async def _best_seconds_per_run(run: Callable[[], Coroutine[Any, Any, None]]) -> float:
-    await run()  # warm-up (schema caches, first-call paths, the price lookup)
-    start, runs = time.process_time(), 0
-    while time.process_time() - start < TARGET_SECONDS:
-        await run()
-        runs += 1
-    best = float("inf")
-    gc.disable()
-    try:
-        for _ in range(REPEATS):
-            start = time.process_time()
-            for _ in range(runs):
-                await run()
-            best = min(best, (time.process_time() - start) / runs)
-    finally:
-        gc.enable()
-    return best
-
-
 async def _table(path: str) -> list[str]:
     configs = _configs()
     names = list(configs)
@@ -127,7 +107,7 @@ async def _table(path: str) -> list[str]:
     lines.append("|---:|" + "---:|" * (len(names) + len(names) - 1))
     for iterations in ITERATIONS:
         per_call = {
-            name: await _best_seconds_per_run(_runner(path, iterations, settings)) * 1e6 / iterations
+            name: await best_seconds_per_run(_runner(path, iterations, settings)) * 1e6 / iterations
             for name, settings in configs.items()
         }
         cells = " | ".join(f"{per_call[n]:,.1f}" for n in names)
