@@ -25,7 +25,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -107,9 +107,10 @@ class Outcome:
     failures: list[str]
 
 
-def open_repository(backend: str, workdir: str) -> tuple[Any, Any]:
-    """A fresh repository on ``backend`` and a function that removes what it stored."""
-    unique = f"soak_{uuid.uuid4().hex[:10]}"
+def open_repository(backend: str, workdir: str, prefix: str = "soak") -> tuple[Any, Callable[[], None]]:
+    """A fresh repository on ``backend`` (its table or keys named ``prefix`` and a random part) and
+    a function that removes what it stored."""
+    unique = f"{prefix}_{uuid.uuid4().hex[:10]}"
     if backend == "sqlite":
         from advisorchain import SQLiteChatMemoryRepository
 

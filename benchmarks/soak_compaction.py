@@ -29,16 +29,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import random
 import re
 import sys
 import tempfile
 import time
-import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+import soak
 
 from advisorchain import (
     AssistantMessage,
@@ -214,44 +214,8 @@ class Outcome:
 
 
 def open_repository(backend: str, workdir: str) -> tuple[Any, Callable[[], None]]:
-    unique = f"compaction_{uuid.uuid4().hex[:10]}"
-    if backend == "sqlite":
-        from advisorchain import SQLiteChatMemoryRepository
-
-        return SQLiteChatMemoryRepository(os.path.join(workdir, f"{unique}.db")), lambda: None
-    if backend == "postgres":
-        import psycopg
-
-        from advisorchain import PostgresChatMemoryRepository
-
-        dsn = _env("ADVISORCHAIN_TEST_POSTGRES_DSN")
-
-        def drop() -> None:
-            with psycopg.connect(dsn) as conn:
-                conn.execute(f"DROP TABLE IF EXISTS {unique}")
-
-        return PostgresChatMemoryRepository(dsn, table_name=unique), drop
-    if backend == "redis":
-        import redis
-
-        from advisorchain import RedisChatMemoryRepository
-
-        url = _env("ADVISORCHAIN_TEST_REDIS_URL")
-
-        def delete() -> None:
-            with redis.Redis.from_url(url) as client:
-                for key in client.scan_iter(match=f"{unique}:*"):
-                    client.delete(key)
-
-        return RedisChatMemoryRepository(url, key_prefix=f"{unique}:"), delete
-    raise SystemExit(f"unknown backend {backend!r}: use sqlite, postgres or redis")
-
-
-def _env(name: str) -> str:
-    value = os.environ.get(name)
-    if not value:
-        raise SystemExit(f"{name} is not set: run under scripts/services.sh run ... (loopback servers)")
-    return value
+    """A fresh repository on ``backend`` and a function that removes what it stored (as soak.py's)."""
+    return soak.open_repository(backend, workdir, prefix="compaction")
 
 
 async def run_one(
