@@ -43,6 +43,7 @@ BIG_HISTORY: list[Message] = [
     AssistantMessage(text(40, "a2")),
 ]
 
+
 def client(provider: Provider, advisor: ContextCompactionAdvisor, **kwargs: Any) -> ChatClient:
     return ChatClient(provider.model, default_advisors=[advisor], default_tools=[lookup], **kwargs)
 
@@ -265,6 +266,18 @@ def _loop_provider(rounds: int, **kwargs: Any) -> Provider:
     return Provider([*([ask_of] * rounds), "done"], **kwargs)
 
 
+# The fourth prompt after the turn's oldest round was summarized: the summary stands where that round
+# stood (after the question), the newer rounds follow whole.
+OLDEST_ROUND_SUMMARIZED = [
+    "q",
+    "Summary of the earlier conversation: summary 1",
+    "call:c2",
+    "tool:c2",
+    "call:c3",
+    "tool:c3",
+]
+
+
 def test_when_the_earlier_turns_are_not_enough_the_oldest_whole_rounds_of_the_turn_go() -> None:
     # Each tool round is 28 tokens: round 4 (94) is over 90, and the question, three rounds and the
     # room for the summary (22) would still be: the oldest round goes.
@@ -278,15 +291,7 @@ def test_when_the_earlier_turns_are_not_enough_the_oldest_whole_rounds_of_the_tu
         ["q", "call:c1", "tool:c1"],
         ["q", "call:c1", "tool:c1", "call:c2", "tool:c2"],
     ]
-    # the summary stands where the oldest round stood (after the question)
-    assert labels[3] == [
-        "q",
-        "Summary of the earlier conversation: summary 1",
-        "call:c2",
-        "tool:c2",
-        "call:c3",
-        "tool:c3",
-    ]
+    assert labels[3] == OLDEST_ROUND_SUMMARIZED
     assert text(10, "k1") in provider.summary_prompts[0].instructions[-1].text  # type: ignore[operator]
 
 
@@ -510,14 +515,7 @@ def test_the_stream_path_compacts_the_same_way() -> None:
 
     assert "".join(chunks) == "done"
     labels = [texts(p.instructions) for p in provider.prompts]
-    assert labels[3] == [
-        "q",
-        "Summary of the earlier conversation: summary 1",
-        "call:c2",
-        "tool:c2",
-        "call:c3",
-        "tool:c3",
-    ]
+    assert labels[3] == OLDEST_ROUND_SUMMARIZED
     assert len(provider.summary_prompts) == 1
 
 

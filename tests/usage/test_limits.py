@@ -29,11 +29,6 @@ from tests.usage.usage_support import PATHS, PRICES, Path, asks, ran, run, says,
 pytestmark = pytest.mark.parametrize("path", PATHS)
 
 
-@pytest.fixture(autouse=True)
-def _clear_ran() -> None:
-    ran.clear()
-
-
 def _client(model: ScriptedChatModel, limits: UsageLimits | None, **kwargs: object) -> ChatClient:
     return ChatClient(model, default_tools=[weather], usage_limits=limits, **kwargs)  # type: ignore[arg-type]
 

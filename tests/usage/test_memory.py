@@ -26,11 +26,6 @@ from tests.usage.usage_support import PATHS, Path, asks, ran, run, says, weather
 pytestmark = pytest.mark.parametrize("path", PATHS)
 
 
-@pytest.fixture(autouse=True)
-def _clear_ran() -> None:
-    ran.clear()
-
-
 def _client(
     model: ScriptedChatModel, memory: MessageWindowChatMemory, limits: UsageLimits, *, inside: bool
 ) -> ChatClient:
