@@ -119,6 +119,17 @@ class AdvisorParams:
     response's context; a MessageChatMemoryAdvisor stores the replacement in place of what it
     replaced (see ``advisorchain.advisors.history``)."""
 
+    ACTIVE_AGENT: ClassVar[str] = "advisorchain.active_agent"
+    """In the request context while an agent is active, and in a response's context: the name of the
+    agent that answered (§18)."""
+
+    HANDOFFS: ClassVar[str] = "advisorchain.handoffs"
+    """In a response's context: the run's handoffs, a tuple of ``(from_name, to_name)`` in order (§18)."""
+
+    CACHE_REPORT: ClassVar[str] = "advisorchain.cache_report"
+    """In a response's context with a ``PromptCacheAdvisor`` in the chain: the ``CacheReport`` of the
+    run's last model call (§21)."""
+
 
 class ToolAdvisor:
     """Marker: an advisor that owns the tool loop (at most one per chain)."""
