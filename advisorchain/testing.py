@@ -32,7 +32,7 @@ from ._streams import closing
 from .errors import AdvisorChainError
 from .messages import AssistantMessage
 from .model import ChatResponse, ChatResponseMetadata, Generation, Prompt
-from .models._common import set_requests_forbidden
+from ._request_guard import set_requests_forbidden
 from .replay import (
     Cassette,
     RecordedRequest,

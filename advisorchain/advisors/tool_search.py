@@ -17,7 +17,7 @@ from typing import Any
 
 from .._checks import check_int
 from ..model import ChatClientRequest, ChatOptions, Prompt
-from ..tools._callbacks import ParsedTool
+from ..tools.callbacks import ParsedTool
 from ..tools.api import ToolCallback, ToolContext, ToolDefinition
 from .chain import CallAdvisorChain, StreamAdvisorChain
 from .tool_calling import ToolCallingAdvisor

@@ -39,7 +39,7 @@ from ..messages import (
 )
 from ..model import ChatResponse, ChatResponseMetadata, Generation, Prompt, Usage
 from ._base import HttpChatModel, StreamAssembly
-from ._clients import ANTHROPIC, client_for, require_sdk
+from .clients import ANTHROPIC, client_for, require_sdk
 from ._common import (
     as_dict,
     as_int,

@@ -32,7 +32,7 @@ from ..messages import (
 )
 from ..model import ChatResponse, ChatResponseMetadata, Generation, Prompt, Usage
 from ._base import StreamAssembly
-from ._clients import OPENAI, require_sdk
+from .clients import OPENAI, require_sdk
 from ._common import (
     as_str,
     finish_reason_or_default,

@@ -37,7 +37,7 @@ from ..messages import (
 )
 from ..model import ChatResponse, ChatResponseMetadata, Generation, Prompt, Usage
 from ._base import StreamAssembly
-from ._clients import OPENAI, require_sdk
+from .clients import OPENAI, require_sdk
 from ._common import (
     as_dict,
     as_int,

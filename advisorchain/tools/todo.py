@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import TypeAdapter, ValidationError
 
-from ._callbacks import ParsedTool
+from .callbacks import ParsedTool
 from .api import ToolContext, ToolDefinition
 
 __all__ = ["MAX_ITEMS", "TodoItem", "TodoTools"]

@@ -20,7 +20,7 @@ from typing import Any
 
 from ..._checks import check_seconds
 from ...errors import VectorStoreError
-from ...models._extras import missing_extra
+from ..._extras import missing_extra
 from ..documents import Document
 from ..embeddings import model_dimensions, model_name
 from ..filters import Filter, SQLiteFilterTranslator
