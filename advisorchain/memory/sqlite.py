@@ -11,10 +11,10 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 from ..messages import Message
-from .locks import owner_is_gone
 from ._store import BlockingRepository, check_conversation_id, check_messages, decode, encode, plan_rows
 from .api import ConversationChange
 from .entries import StoredEntry, entries_from_raw
+from .locks import owner_is_gone
 
 __all__ = ["SQLiteChatMemoryRepository"]
 

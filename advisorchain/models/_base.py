@@ -20,13 +20,13 @@ from urllib.parse import urlsplit
 
 from ..model import ChatResponse, ChatResponseMetadata, Prompt
 from ..usage import price_of
-from .clients import derive_client
 from ._common import check_request_allowed
 from ._http.failures import model_error, not_an_object
 from ._http.json import loads
 from ._http.loops import LoopClients
 from ._http.sse import SseDecoder
 from ._http.transport import HttpPath, Reply, http_path
+from .clients import derive_client
 
 __all__ = ["OWN_HOSTS", "HttpChatModel", "StreamAssembly", "own_host_provider"]
 

@@ -15,8 +15,8 @@ from types import MappingProxyType
 from typing import Any
 from urllib.parse import urlsplit
 
-from .._tool_types import ToolDefinition
 from .._request_guard import requests_forbidden
+from .._tool_types import ToolDefinition
 from .._urls import redact_url
 from ..errors import ModelError
 from ..model import ChatOptions, Prompt, Usage

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from .. import observability as obs
-from ..errors import AdvisorChainError, ModelError
 from .._extras import missing_extra
+from ..errors import AdvisorChainError, ModelError
 from ._calls import call
 
 if TYPE_CHECKING:
