@@ -13,6 +13,7 @@ if _typing.TYPE_CHECKING:  # the names of __all__, for type checkers (at run tim
     from .client import *  # noqa: F403
     from .errors import *  # noqa: F403
     from .evaluation import *  # noqa: F403
+    from .guardrails import *  # noqa: F403
     from .memory import *  # noqa: F403
     from .messages import *  # noqa: F403
     from .model import *  # noqa: F403
@@ -67,9 +68,15 @@ __all__ = [
     "FunctionChatModel",
     "FunctionTool",
     "Generation",
+    "Guard",
+    "GuardContext",
+    "GuardResult",
+    "GuardrailError",
+    "GuardrailTripped",
     "HistoryReplacement",
     "InMemoryChatMemoryRepository",
     "IncompleteAnswerError",
+    "InputGuardrailAdvisor",
     "InvalidResponseError",
     "InvalidToolArgumentsError",
     "LLMJudgeEvaluator",
@@ -87,6 +94,7 @@ __all__ = [
     "ModelTimeoutError",
     "Ordered",
     "OutputConverter",
+    "OutputGuardrailAdvisor",
     "PostgresChatMemoryRepository",
     "Prompt",
     "RedisChatMemoryRepository",
@@ -134,8 +142,12 @@ __all__ = [
     "__version__",
     "aevaluate_cases",
     "evaluate_cases",
+    "keyword_guard",
+    "llm_guard",
+    "max_length_guard",
     "message_from_dict",
     "message_to_dict",
+    "pii_guard",
     "tool",
     "tool_callbacks",
 ]
@@ -155,6 +167,7 @@ _HOMES = (
     ".memory",
     ".testing",
     ".evaluation",
+    ".guardrails",
 )
 
 

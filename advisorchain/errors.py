@@ -27,6 +27,9 @@ Every error the library raises on purpose derives from one root::
     ├── EvaluationFailedError                       self-refinement ran out of attempts
     ├── VectorStoreError                            a vector store failed (retrieval)
     ├── UsageLimitExceeded                          a usage limit (requests, tokens, cost) was hit
+    ├── GuardrailTripped                            a guardrail stopped the input, output or a tool
+    ├── GuardrailError                              a guardrail failed (raised, returned junk, or
+    │                                               a replacement that cannot be applied)
     └── ChatMemoryDecodeError (also ValueError)     a stored message cannot be read back
                                                     (advisorchain.memory)
 
@@ -51,6 +54,8 @@ __all__ = [
     "ChainConfigurationError",
     "ContextLengthExceededError",
     "EvaluationFailedError",
+    "GuardrailError",
+    "GuardrailTripped",
     "IncompleteAnswerError",
     "InvalidResponseError",
     "MaxIterationsExceeded",
@@ -265,3 +270,41 @@ class UsageLimitExceeded(AdvisorChainError):
         self.run_usage = run_usage
         self.when = when
         self.partial_response = partial_response
+
+
+class GuardrailTripped(AdvisorChainError):
+    """A guardrail stopped the run (``advisorchain.guardrails``).
+
+    ``guard`` is the guard's name, ``kind`` what it checked (``"input"``, ``"output"``,
+    ``"tool_call"``, ``"tool_result"``), ``message`` the guard's own message (or None) and
+    ``partial_response`` the answer an output guard tripped on (None for an input trip), which never
+    reached the caller. The error's text never quotes the checked text unless the guard's message does.
+    """
+
+    def __init__(
+        self,
+        text: str,
+        *,
+        guard: str,
+        kind: str,
+        message: str | None = None,
+        partial_response: Any = None,
+    ) -> None:
+        super().__init__(text)
+        self.guard = guard
+        self.kind = kind
+        self.message = message
+        self.partial_response = partial_response
+
+
+class GuardrailError(AdvisorChainError):
+    """A guardrail failed: the guard raised (its exception is ``__cause__``), returned something
+    that is neither a bool nor a ``GuardResult``, or a replacement could not be applied (a stream
+    released sentence by sentence cannot take back text the caller already has). Fail closed: the
+    run stops as for a trip, whatever ``on_trip`` says. ``guard`` and ``kind`` as on
+    ``GuardrailTripped``."""
+
+    def __init__(self, text: str, *, guard: str, kind: str) -> None:
+        super().__init__(text)
+        self.guard = guard
+        self.kind = kind

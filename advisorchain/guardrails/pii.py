@@ -1,0 +1,241 @@
+"""``pii_guard``: finds personal data — e-mail addresses, phone numbers, card numbers (valid Luhn
+checksum), IBANs (valid mod-97 checksum), IPv4 and IPv6 addresses — and redacts it or trips.
+
+Each kind is found by a pattern and, for cards and IBANs, checked by its checksum: a digit run that
+fails its checksum is left alone. The scanner is incremental: an output guard in sentence mode is
+asked about the whole text so far at every sentence, and that text begins with what it answered
+last time, so only what follows the last safe cut is scanned again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Final, Literal
+
+from .api import GuardContext, GuardResult
+
+__all__ = ["PII_KINDS", "find_pii", "luhn_valid", "mod97_valid", "pii_guard", "redact_pii"]
+
+PiiKind = Literal["email", "phone", "credit_card", "iban", "ip_address"]
+PII_KINDS: Final[tuple[PiiKind, ...]] = ("email", "phone", "credit_card", "iban", "ip_address")
+_TOKENS: Final[dict[str, str]] = {
+    "email": "[EMAIL]",
+    "phone": "[PHONE]",
+    "credit_card": "[CREDIT_CARD]",
+    "iban": "[IBAN]",
+    "ip_address": "[IP_ADDRESS]",
+}
+# Overlapping finds: the first kind in this order wins.
+_PRIORITY: Final[dict[str, int]] = {"email": 0, "iban": 1, "credit_card": 2, "ip_address": 3, "phone": 4}
+
+_EMAIL = re.compile(r"(?<![\w.%+-])[\w.%+-]+@[\w-]+(?:\.[\w-]+)*\.[^\W\d_]{2,}(?![\w-])")
+# A run of ASCII digits with single separators (space, dot, dash, parentheses), maybe after a "+".
+_DIGIT_RUN = re.compile(r"(?<![\w+.\-])(?:\+|\()?[0-9](?:(?:[ .\-]|\) ?|\()?[0-9])*(?![\w])")
+_IBAN = re.compile(r"(?<![A-Za-z0-9])[A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]){11,30}(?![A-Za-z0-9])")
+_IPV4 = re.compile(
+    r"(?<![0-9.])(?:(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])\.){3}"
+    r"(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])(?![0-9]|\.[0-9])"
+)
+_IPV6 = re.compile(r"(?<![\w:.])[0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){2,7}(?:(?<=:)[0-9.]{7,15})?(?![\w:])")
+_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}|[0-9]{1,2}[./-][0-9]{1,2}[./-][0-9]{2,4}")
+
+
+def luhn_valid(digits: str) -> bool:
+    """True when the ASCII digit string passes the Luhn checksum (card numbers)."""
+    total = 0
+    for i, ch in enumerate(reversed(digits)):
+        d = ord(ch) - 48
+        if i % 2:
+            d = d * 2 - 9 if d > 4 else d * 2
+        total += d
+    return bool(digits) and total % 10 == 0
+
+
+def mod97_valid(iban: str) -> bool:
+    """True when the IBAN (no spaces, upper case) passes its mod-97 checksum."""
+    if not 15 <= len(iban) <= 34 or not iban.isascii() or not iban.isalnum():
+        return False
+    moved = iban[4:] + iban[:4]
+    return int("".join(str(int(ch, 36)) for ch in moved)) % 97 == 1
+
+
+@dataclass(frozen=True, slots=True)
+class _Find:
+    start: int
+    end: int
+    kind: str
+
+
+def _digits(text: str) -> str:
+    return "".join(ch for ch in text if "0" <= ch <= "9")
+
+
+def _digit_runs(text: str, wanted: set[str]) -> Iterable[_Find]:
+    """Cards (13–19 digits, spaces or dashes, valid Luhn) and phones (E.164: "+" and 8–15 digits;
+    national: 8–12 digits) among the digit runs; a card-like run that fails Luhn is left alone."""
+    for m in _DIGIT_RUN.finditer(text):
+        run = m.group()
+        digits = _digits(run)
+        n = len(digits)
+        if n < 8:
+            continue
+        card_like = 13 <= n <= 19 and not any(ch in run for ch in ".()+")
+        if card_like:
+            if "credit_card" in wanted and luhn_valid(digits):
+                yield _Find(m.start(), m.end(), "credit_card")
+            continue
+        if "phone" not in wanted or _DATE.fullmatch(run.strip("()")):
+            continue
+        if (run.startswith("+") and n <= 15) or n <= 12:
+            yield _Find(m.start(), m.end(), "phone")
+
+
+def _ibans(text: str) -> Iterable[_Find]:
+    for m in _IBAN.finditer(text):
+        run = m.group()
+        # The pattern may take in a following group of capitals or digits: try shorter cuts too.
+        for end in range(len(run), 14, -1):
+            if end < len(run) and run[end] != " ":
+                continue
+            compact = run[:end].replace(" ", "")
+            if mod97_valid(compact):
+                yield _Find(m.start(), m.start() + end, "iban")
+                break
+
+
+def _ipv6(text: str) -> Iterable[_Find]:
+    for m in _IPV6.finditer(text):
+        candidate = m.group()
+        if candidate.count(":") < 2:
+            continue
+        try:
+            ipaddress.IPv6Address(candidate)
+        except ValueError:
+            continue
+        yield _Find(m.start(), m.end(), "ip_address")
+
+
+def find_pii(text: str, kinds: Iterable[str] = PII_KINDS) -> list[tuple[int, int, str]]:
+    """The personal data in ``text``: ``(start, end, kind)`` spans in text order, without overlaps."""
+    wanted = set(kinds)
+    finds: list[_Find] = []
+    if "email" in wanted and "@" in text:
+        finds.extend(_Find(m.start(), m.end(), "email") for m in _EMAIL.finditer(text))
+    if "iban" in wanted:
+        finds.extend(_ibans(text))
+    if wanted & {"credit_card", "phone"}:
+        finds.extend(_digit_runs(text, wanted))
+    if "ip_address" in wanted:
+        finds.extend(_Find(m.start(), m.end(), "ip_address") for m in _IPV4.finditer(text))
+        if "::" in text or text.count(":") >= 2:
+            finds.extend(_ipv6(text))
+    finds.sort(key=lambda f: (f.start, _PRIORITY[f.kind], -f.end))
+    kept: list[tuple[int, int, str]] = []
+    for f in finds:
+        if kept and f.start < kept[-1][1]:
+            continue  # overlaps one kept already (an earlier start, or the same start and a stronger kind)
+        kept.append((f.start, f.end, f.kind))
+    return kept
+
+
+def redact_pii(text: str, kinds: Iterable[str] = PII_KINDS) -> tuple[str, tuple[str, ...]]:
+    """``text`` with each find replaced by its token (``[EMAIL]``...), and the kinds found."""
+    finds = find_pii(text, kinds)
+    if not finds:
+        return text, ()
+    parts: list[str] = []
+    at = 0
+    for start, end, kind in finds:
+        parts.append(text[at:start])
+        parts.append(_TOKENS[kind])
+        at = end
+    parts.append(text[at:])
+    return "".join(parts), tuple(dict.fromkeys(kind for _, _, kind in finds))
+
+
+_CUT = re.compile(r"[^\w)\s]\s+")
+"""A place where scanning may start afresh: whitespace after punctuation (no find spans it)."""
+_OFFLOAD_CHARS: Final = 256 * 1024
+"""Scans longer than this run in a worker thread, so a huge text never blocks the event loop."""
+
+
+class _PiiGuard:
+    """The guard ``pii_guard`` returns (an async callable named ``pii_guard``)."""
+
+    name = "pii_guard"
+    __name__ = "pii_guard"
+
+    def __init__(self, kinds: tuple[str, ...], action: Literal["redact", "block"]) -> None:
+        self.kinds = kinds
+        self.action = action
+        # (the text answered last time up to its last safe cut, that prefix's scan result)
+        self._last: tuple[str, str, tuple[str, ...]] = ("", "", ())
+
+    def _scan(self, text: str) -> tuple[str, tuple[str, ...]]:
+        """``text`` redacted and the kinds found. What was scanned last time up to a safe cut is not
+        scanned again when ``text`` begins with it, or with its redacted form (an output guard in
+        sentence mode is asked about the released, redacted text followed by the new sentences)."""
+        last_in, last_out, last_found = self._last
+        if last_in and text.startswith(last_in):
+            head_in, head_out, found = len(last_in), last_out, last_found
+        elif last_out and text.startswith(last_out):
+            head_in, head_out, found = len(last_out), last_out, ()  # redacted already: nothing in it
+        else:
+            head_in, head_out, found = 0, "", ()
+        tail = text[head_in:]
+        cut = _last_cut(tail)
+        first, found_first = redact_pii(tail[:cut], self.kinds)
+        rest, found_rest = redact_pii(tail[cut:], self.kinds) if cut < len(tail) else ("", ())
+        if cut:
+            self._last = (text[: head_in + cut], head_out + first, found + found_first)
+        return head_out + first + rest, tuple(dict.fromkeys(found + found_first + found_rest))
+
+    async def __call__(self, text: str, context: GuardContext) -> GuardResult:
+        if len(text) > _OFFLOAD_CHARS:
+            out, found = await asyncio.to_thread(self._scan, text)
+        else:
+            out, found = self._scan(text)
+        if not found:
+            return GuardResult(True)
+        if self.action == "block":
+            return GuardResult(False, f"the text holds personal data ({', '.join(found)})")
+        return GuardResult(True, replacement=out) if out != text else GuardResult(True)
+
+    def __repr__(self) -> str:
+        return f"pii_guard(kinds={self.kinds!r}, action={self.action!r})"
+
+
+def _last_cut(text: str) -> int:
+    """The last safe place in ``text`` to split a scan (no find spans it); 0 when there is none."""
+    cut = 0
+    for m in _CUT.finditer(text, max(0, len(text) - 4096)):
+        cut = m.end()
+    return cut
+
+
+def pii_guard(
+    kinds: Sequence[str] = PII_KINDS, action: Literal["redact", "block"] = "redact"
+) -> _PiiGuard:
+    """A guard that finds personal data: e-mail addresses, phone numbers (E.164, and national
+    formats of at least 8 digits), card numbers (13–19 digits, spaces or dashes allowed, valid Luhn
+    checksum only), IBANs (valid mod-97 checksum only) and IPv4/IPv6 addresses.
+
+    ``action="redact"`` passes with each find replaced by ``[EMAIL]``, ``[PHONE]``,
+    ``[CREDIT_CARD]``, ``[IBAN]`` or ``[IP_ADDRESS]``; ``"block"`` trips, naming the kinds found
+    (never quoting them). A digit run that fails its checksum is left alone.
+
+    >>> OutputGuardrailAdvisor(pii_guard(), release="sentence")
+    >>> InputGuardrailAdvisor(pii_guard(kinds=("credit_card", "iban"), action="block"))
+    """
+    if isinstance(kinds, str) or not isinstance(kinds, Sequence):
+        raise TypeError(f"kinds must be a sequence of kinds from {PII_KINDS!r}, got {kinds!r}")
+    unknown = [k for k in kinds if k not in PII_KINDS]
+    if unknown or not kinds:
+        raise ValueError(f"pii_guard kinds must be some of {PII_KINDS!r}; got {list(kinds)!r}")
+    if action not in ("redact", "block"):
+        raise ValueError(f"pii_guard action must be 'redact' or 'block', got {action!r}")
+    return _PiiGuard(tuple(dict.fromkeys(kinds)), action)
