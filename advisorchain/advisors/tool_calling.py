@@ -15,8 +15,10 @@ from dataclasses import dataclass, field
 from typing import ClassVar, Literal
 
 from .._checks import check_int
-from .._run_meter import RunMeter, limit_ending
+from .._run_meter import limit_ending
 from .._streams import closing
+from ..chain import CallAdvisorChain, Run, StreamAdvisorChain, checked_request, checked_response
+from ..chain.vocabulary import TOOL_CALLING_ORDER, AdvisorParams, ToolAdvisor, check_order
 from ..errors import (
     ChainConfigurationError,
     MaxIterationsExceeded,
@@ -39,9 +41,7 @@ from ..model import (
 from ..tools.approvals import Decision, Denied
 from ..tools.manager import NOT_EXECUTED, ToolCallingManager, ToolCallingManagerProtocol, ToolExecutionResult
 from . import approval
-from .chain import CallAdvisorChain, StreamAdvisorChain, checked_request, checked_response, run_meter
 from .history import HistoryReplacement, replace_history, replacements_in
-from .vocabulary import TOOL_CALLING_ORDER, AdvisorParams, ToolAdvisor, check_order
 
 __all__ = ["ToolCallingAdvisor"]
 
@@ -61,7 +61,7 @@ class _Loop:
     usages: list[Usage | None] = field(default_factory=list)
     malformed_rounds: int = 0
     replacements: list[HistoryReplacement] = field(default_factory=list)
-    meter: RunMeter | None = None
+    run: Run = field(default_factory=Run)
     inner: Sequence[object] = ()  # the advisors inside the loop (a memory there holds history too)
 
 
@@ -120,7 +120,7 @@ class ToolCallingAdvisor(ToolAdvisor):
     async def advise_call(self, request: ChatClientRequest, chain: CallAdvisorChain) -> ChatClientResponse:
         request = await self._initialize(request, chain)
         inner = chain.copy(self)
-        loop = _Loop(meter=run_meter(chain), inner=inner.call_advisors)
+        loop = _Loop(run=chain.run, inner=inner.call_advisors)
         try:
             resumed = (
                 await self._resume(loop, request, inner.call_advisors)
@@ -145,7 +145,7 @@ class ToolCallingAdvisor(ToolAdvisor):
     ) -> AsyncIterator[ChatClientResponse]:
         request = await self._initialize(request, chain)
         inner = chain.copy(self)
-        loop = _Loop(meter=run_meter(chain), inner=inner.stream_advisors)
+        loop = _Loop(run=chain.run, inner=inner.stream_advisors)
         try:
             resumed = (
                 await self._resume(loop, request, inner.stream_advisors)
@@ -247,15 +247,16 @@ class ToolCallingAdvisor(ToolAdvisor):
     ) -> ChatClientRequest | _Stop:
         """Run the round's tool calls (the decided ones, when approvals were needed); the next
         round's request, or the loop's end."""
-        meter = loop.meter
-        ran = len(_calls_that_ran(chat, decisions)) if meter is not None else 0
-        if meter is not None and meter.limits is not None:
-            meter.before_tool_calls(ran)  # the run's tool_calls_limit: the round runs whole or not at all
+        run = loop.run
+        meter = run.meter
+        ran = len(_calls_that_ran(chat, decisions))
+        meter.before_tool_calls(ran)  # the run's tool_calls_limit: the round runs whole or not at all
         try:
-            result = await self._run_round(prompt, chat, decisions)
+            await run.wait_gates()  # what must pass before any tool of the run runs (input guards)
+            with run.active():  # tools (and requests they make) find their run
+                result = await self._run_round(prompt, chat, decisions)
         except ToolCallLimitExceeded as exc:
-            if meter is not None:
-                meter.ran_tool_calls(_executed_before_limit(exc, ran))
+            meter.ran_tool_calls(_executed_before_limit(exc, ran))
             limited = ChatResponse.of(
                 AssistantMessage(f"I stopped calling tools: {exc}."),
                 FinishReason.TOOL_CALL_LIMIT_EXCEEDED,
@@ -263,8 +264,7 @@ class ToolCallingAdvisor(ToolAdvisor):
                 model=chat.metadata.model,
             )
             return _Stop(with_total_usage(response, loop.usages, limited), synthetic=True)
-        if meter is not None:
-            meter.ran_tool_calls(ran)
+        meter.ran_tool_calls(ran)
         self._check_malformed(loop, chat, decisions, result)
         loop.history = result.conversation_history
         if result.return_direct:
@@ -489,7 +489,7 @@ def _usage_stop(
 ) -> _Stop:
     """The loop's end on a usage limit of the run whose limits say ``on_exceeded="finish"`` (one
     answer saying which limit was hit, like a tool-call limit); otherwise ``error`` propagates."""
-    ending = limit_ending(error, loop.meter, after_text=after_text)
+    ending = limit_ending(error, loop.run.meter, after_text=after_text)
     if ending is None:
         raise error
     return _Stop(ChatClientResponse(ending, request.context), synthetic=True)
