@@ -18,6 +18,7 @@ from .._checks import check_int
 from .._run_meter import limit_ending
 from .._streams import closing
 from ..chain import CallAdvisorChain, Run, StreamAdvisorChain, checked_request, checked_response
+from ..chain.events import RoundFinished, RoundStarted, ToolCallFinished, ToolCallStarted
 from ..chain.vocabulary import TOOL_CALLING_ORDER, AdvisorParams, ToolAdvisor, check_order
 from ..errors import (
     ChainConfigurationError,
@@ -218,6 +219,8 @@ class ToolCallingAdvisor(ToolAdvisor):
         self, loop: _Loop, request: ChatClientRequest, response: ChatClientResponse
     ) -> ChatClientRequest | _Stop:
         loop.iteration += 1
+        if loop.run.listener is not None:
+            loop.run.emit(RoundFinished(loop.run.id, loop.iteration, _agent(request)))
         chat = response.chat_response
         loop.usages.append(chat.metadata.usage if chat is not None else None)
         if not self.tool_execution_eligibility_checker(chat):
@@ -253,6 +256,8 @@ class ToolCallingAdvisor(ToolAdvisor):
         meter.before_tool_calls(ran)  # the run's tool_calls_limit: the round runs whole or not at all
         try:
             await run.wait_gates()  # what must pass before any tool of the run runs (input guards)
+            if run.listener is not None:
+                _emit_calls(run, request, _calls_that_ran(chat, decisions))
             with run.active():  # tools (and requests they make) find their run
                 result = await self._run_round(prompt, chat, decisions)
         except ToolCallLimitExceeded as exc:
@@ -265,6 +270,8 @@ class ToolCallingAdvisor(ToolAdvisor):
             )
             return _Stop(with_total_usage(response, loop.usages, limited), synthetic=True)
         meter.ran_tool_calls(ran)
+        if run.listener is not None:
+            _emit_results(run, request, chat, result)
         self._check_malformed(loop, chat, decisions, result)
         loop.history = result.conversation_history
         if result.return_direct:
@@ -415,6 +422,8 @@ class ToolCallingAdvisor(ToolAdvisor):
         """The round's request after ``do_before_call``, its context naming the round."""
         if _overrides(type(self), "do_before_call"):
             request = checked_request(await self.do_before_call(request, chain), self, "do_before_call")
+        if loop.run.listener is not None:
+            loop.run.emit(RoundStarted(loop.run.id, loop.iteration + 1, _agent(request)))
         return request.copy(
             context={**request.context, AdvisorParams.TOOL_LOOP_ITERATION: loop.iteration + 1}
         )
@@ -505,6 +514,34 @@ def _executed_before_limit(error: ToolCallLimitExceeded, handed: int) -> int:
         return 0
     skipped = sum(1 for r in last.responses if r.response_data.startswith(NOT_EXECUTED))
     return max(0, min(handed, len(last.responses) - skipped))
+
+
+def _agent(request: ChatClientRequest) -> str | None:
+    agent = request.context.get(AdvisorParams.ACTIVE_AGENT)
+    return agent if isinstance(agent, str) else None
+
+
+def _emit_calls(run: Run, request: ChatClientRequest, calls: Sequence[ToolCall]) -> None:
+    agent = _agent(request)
+    for call in calls:
+        run.emit(ToolCallStarted(run.id, call, agent))
+
+
+def _emit_results(
+    run: Run, request: ChatClientRequest, chat: ChatResponse, result: ToolExecutionResult
+) -> None:
+    """A ToolCallFinished for each call of the round, with the response the model is sent."""
+    history = result.conversation_history
+    last = history[-1] if history else None
+    message = approval.tool_call_message(chat)
+    if not isinstance(last, ToolResponseMessage) or message is None:
+        return
+    calls = {c.id: c for c in message.tool_calls}
+    agent = _agent(request)
+    for response in last.responses:
+        call = calls.get(response.id)
+        if call is not None:
+            run.emit(ToolCallFinished(run.id, call, response.response_data, agent))
 
 
 def _overrides(cls: type, hook: str) -> bool:
