@@ -9,7 +9,7 @@ loop's ``tool_guards`` / ``tool_result_guards`` each call's arguments and each r
 """
 
 from ..errors import GuardrailError, GuardrailTripped
-from .api import Guard, GuardContext, GuardResult
+from ..guards import Guard, GuardContext, GuardResult
 from .builtins import keyword_guard, llm_guard, max_length_guard
 from .input import InputGuardrailAdvisor
 from .output import OutputGuardrailAdvisor

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from ..advisors.chain import rebased, run_meter
-from ..advisors.vocabulary import AdvisorParams
+from ..chain import rebased
+from ..chain.vocabulary import AdvisorParams
 from ..memory.api import ChatMemory
 from ..messages import AssistantMessage
 from ..model import ChatClientResponse, ChatResponse, Usage
@@ -53,7 +53,8 @@ def guard_context_values(context: Mapping[str, Any]) -> dict[str, Any]:
 
 def meter_usage(chain: object) -> Usage | None:
     """The run's usage so far (None when unmetered or nothing was reported)."""
-    meter = run_meter(chain)  # type: ignore[arg-type]
+    run = getattr(chain, "run", None)
+    meter = getattr(run, "meter", None)
     if meter is None or not getattr(meter, "reported", False):
         return None
     usage: Usage | None = meter.usage

@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 
 from .._checks import check_int
 from ..errors import GuardrailError, StructuredOutputValidationError
-from .api import GuardContext, GuardResult
+from ..guards import GuardContext, GuardResult
 
 __all__ = ["keyword_guard", "llm_guard", "max_length_guard"]
 

@@ -15,12 +15,12 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any, Final
 
 from .._streams import closing
-from ..advisors.chain import CallAdvisorChain, StreamAdvisorChain
-from ..advisors.vocabulary import Ordered, check_order
+from ..chain import CallAdvisorChain, StreamAdvisorChain
+from ..chain.vocabulary import Ordered, check_order
 from ..messages import AssistantMessage, Message, UserMessage
 from ..model import ChatClientRequest, ChatClientResponse
 from ._common import OnTrip, check_choice, finish_ending, guard_context_values, meter_usage, rebased
-from .api import Guard, GuardContext, Verdict, check_guards, run_guards, tripped_error
+from ..guards import Guard, GuardContext, Verdict, check_guards, run_guards, tripped_error
 
 __all__ = ["InputGuardrailAdvisor", "turn_user_text"]
 
@@ -55,6 +55,27 @@ def _with_user_text(request: ChatClientRequest, text: str) -> ChatClientRequest:
         if i < start or i == last or not isinstance(m, UserMessage)
     ]
     return request.copy(prompt=request.prompt.copy(instructions=kept))
+
+
+class _Gate:
+    """What waits for the guards of a parallel run: the hold's event (the model's answer), and a
+    gate of the run (``run.add_gate``), so that no tool runs before the guards passed — also a tool
+    round that runs before any model call (a resumed approval)."""
+
+    def __init__(self, chain: CallAdvisorChain | StreamAdvisorChain) -> None:
+        self.event = asyncio.Event()
+        self.tools: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        chain.run.add_gate(self.tools)
+
+    def open(self) -> None:
+        self.event.set()
+        if not self.tools.done():
+            self.tools.set_result(None)
+
+    def close(self) -> None:
+        """After a trip (or the caller gave up): the run's tools never run."""
+        if not self.tools.done():
+            self.tools.cancel()
 
 
 class _Hold:
@@ -142,8 +163,8 @@ class InputGuardrailAdvisor:
             if not verdict.passed:
                 return self._tripped(verdict, request, chain)
             return await chain.next_call(self._rewritten(request, text, verdict))
-        gate = asyncio.Event()
-        held = rebased(chain, (*chain.copy(self).call_advisors, _Hold(gate)))  # type: ignore[arg-type]
+        gate = _Gate(chain)
+        held = rebased(chain, (*chain.copy(self).call_advisors, _Hold(gate.event)))
         task = asyncio.ensure_future(held.next_call(request))
         try:
             verdict = await run_guards(self.guards, text, self._context(request))
@@ -152,10 +173,12 @@ class InputGuardrailAdvisor:
                 return self._tripped(verdict, request, chain)
             if verdict.text != text:  # a replacement: start again with the new text
                 await _cancel(task)
+                gate.open()
                 return await chain.next_call(_with_user_text(request, verdict.text))
-            gate.set()
+            gate.open()
             return await task
         finally:
+            gate.close()
             await _cancel(task)
 
     def _rewritten(self, request: ChatClientRequest, text: str, verdict: Verdict) -> ChatClientRequest:
@@ -178,8 +201,8 @@ class InputGuardrailAdvisor:
                 async for chunk in stream:
                     yield chunk
             return
-        gate = asyncio.Event()
-        held = rebased(chain, (*chain.copy(self).stream_advisors, _Hold(gate)))  # type: ignore[arg-type]
+        gate = _Gate(chain)
+        held = rebased(chain, (*chain.copy(self).stream_advisors, _Hold(gate.event)))
         queue: asyncio.Queue[Any] = asyncio.Queue(maxsize=64)
         producer = asyncio.ensure_future(_produce(held.next_stream(request), queue))
         try:
@@ -190,11 +213,12 @@ class InputGuardrailAdvisor:
                 return
             if verdict.text != text:  # a replacement: start again with the new text
                 await _cancel(producer)
+                gate.open()
                 async with closing(chain.next_stream(_with_user_text(request, verdict.text))) as stream:
                     async for chunk in stream:
                         yield chunk
                 return
-            gate.set()
+            gate.open()
             while True:
                 item = await queue.get()
                 if item is _END:
@@ -203,6 +227,7 @@ class InputGuardrailAdvisor:
                     raise item
                 yield item
         finally:
+            gate.close()
             await _cancel(producer)
 
 

@@ -15,8 +15,8 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Final, Literal
 
 from .._streams import closing
-from ..advisors.chain import CallAdvisorChain, StreamAdvisorChain
-from ..advisors.vocabulary import AdvisorParams, MemoryAdvisor, Ordered, ToolAdvisor, check_order
+from ..chain import CallAdvisorChain, StreamAdvisorChain
+from ..chain.vocabulary import AdvisorParams, MemoryAdvisor, Ordered, ToolAdvisor, check_order
 from ..errors import GuardrailError, GuardrailTripped
 from ..messages import AssistantMessage
 from ..model import (
@@ -28,15 +28,16 @@ from ..model import (
     StreamAggregation,
 )
 from ._common import OnTrip, check_choice, finish_ending, guard_context_values, meter_usage, rebased
-from .api import Guard, GuardContext, Verdict, check_guards, run_guards, tripped_error
+from ..guards import Guard, GuardContext, Verdict, check_guards, run_guards, tripped_error
 
 __all__ = ["OutputGuardrailAdvisor", "sentence_ends"]
 
 Release = Literal["answer", "sentence"]
 
-_SENTENCE_END = re.compile(r"[.!?\n](?=\s)|[。！？]")
+_SENTENCE_END = re.compile(r"[.!?\n](?=\s)|[\u3002\uff01\uff1f]")
 """Where a sentence ends: after ``.``, ``!``, ``?`` or a newline followed by whitespace (so ``2.50``
-ends none), and right after ``。``, ``！`` or ``？`` (no space follows them in Chinese and Japanese)."""
+ends none), and right after the ideographic full stop and the full-width ``!`` and ``?`` (U+3002, U+FF01,
+U+FF1F: no space follows them in Chinese and Japanese)."""
 
 
 def sentence_ends(text: str, start: int = 0) -> list[int]:
@@ -60,7 +61,9 @@ def _text_chunk(text: str, like: ChatClientResponse) -> ChatClientResponse:
     assert chat is not None
     metadata = chat.generations[0].output.metadata if chat.generations else {}
     meta = ChatResponseMetadata(chat.metadata.id, chat.metadata.model, provider=chat.metadata.provider)
-    return ChatClientResponse(ChatResponse((Generation(AssistantMessage(text, (), metadata)),), meta), like.context)
+    return ChatClientResponse(
+        ChatResponse((Generation(AssistantMessage(text, (), metadata)),), meta), like.context
+    )
 
 
 class _Checkpoint:
@@ -158,7 +161,9 @@ class _Checkpoint:
                 pending = pending[done:]
         yield await self._last_chunk(aggregation.client_response(), pending, by_sentence)
 
-    async def _last_chunk(self, whole: ChatClientResponse, pending: str, by_sentence: bool) -> ChatClientResponse:
+    async def _last_chunk(
+        self, whole: ChatClientResponse, pending: str, by_sentence: bool
+    ) -> ChatClientResponse:
         """The answer's last chunk: the text not released yet, checked with all before it, with the
         answer's finish reason, usage, tool calls and context (or the ``finish`` ending)."""
         chat = whole.chat_response or ChatResponse(())

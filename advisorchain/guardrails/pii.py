@@ -9,14 +9,13 @@ last time, so only what follows the last safe cut is scanned again.
 
 from __future__ import annotations
 
-import asyncio
 import ipaddress
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from .api import GuardContext, GuardResult
+from ..guards import GuardContext, GuardResult, in_worker_thread
 
 __all__ = ["PII_KINDS", "find_pii", "luhn_valid", "mod97_valid", "pii_guard", "redact_pii"]
 
@@ -75,8 +74,8 @@ def _digits(text: str) -> str:
 
 
 def _digit_runs(text: str, wanted: set[str]) -> Iterable[_Find]:
-    """Cards (13–19 digits, spaces or dashes, valid Luhn) and phones (E.164: "+" and 8–15 digits;
-    national: 8–12 digits) among the digit runs; a card-like run that fails Luhn is left alone."""
+    """Cards (13-19 digits, spaces or dashes, valid Luhn) and phones (E.164: "+" and 8-15 digits;
+    national: 8-12 digits) among the digit runs; a card-like run that fails Luhn is left alone."""
     for m in _DIGIT_RUN.finditer(text):
         run = m.group()
         digits = _digits(run)
@@ -196,7 +195,7 @@ class _PiiGuard:
 
     async def __call__(self, text: str, context: GuardContext) -> GuardResult:
         if len(text) > _OFFLOAD_CHARS:
-            out, found = await asyncio.to_thread(self._scan, text)
+            out, found = await in_worker_thread(self._scan, text)
         else:
             out, found = self._scan(text)
         if not found:
@@ -217,11 +216,9 @@ def _last_cut(text: str) -> int:
     return cut
 
 
-def pii_guard(
-    kinds: Sequence[str] = PII_KINDS, action: Literal["redact", "block"] = "redact"
-) -> _PiiGuard:
+def pii_guard(kinds: Sequence[str] = PII_KINDS, action: Literal["redact", "block"] = "redact") -> _PiiGuard:
     """A guard that finds personal data: e-mail addresses, phone numbers (E.164, and national
-    formats of at least 8 digits), card numbers (13–19 digits, spaces or dashes allowed, valid Luhn
+    formats of at least 8 digits), card numbers (13-19 digits, spaces or dashes allowed, valid Luhn
     checksum only), IBANs (valid mod-97 checksum only) and IPv4/IPv6 addresses.
 
     ``action="redact"`` passes with each find replaced by ``[EMAIL]``, ``[PHONE]``,

@@ -46,6 +46,14 @@ class Denied:
     reason: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class Blocked(Denied):
+    """Not run: a tool guard blocked the call (``advisorchain.guardrails``). The model is told
+    ``text`` (``Error: blocked by guardrail <name>``...); no approver is asked about it."""
+
+    text: str = ""
+
+
 Decision: TypeAlias = Approved | Denied
 Approver: TypeAlias = Callable[[ToolCall, ToolContext], "Decision | bool | Awaitable[Decision | bool]"]
 """``fn(call, context)`` → a decision (``True``/``False`` mean ``Approved()``/``Denied()``), sync or async."""
@@ -77,7 +85,9 @@ def as_decisions(values: Mapping[str, object]) -> dict[str, Decision]:
 
 
 def denial_text(decision: Denied) -> str:
-    """What the model is told about a denied call."""
+    """What the model is told about a denied (or blocked) call."""
+    if isinstance(decision, Blocked):
+        return decision.text
     return f"{DENIED_TEXT}: {decision.reason}" if decision.reason else DENIED_TEXT
 
 

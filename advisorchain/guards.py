@@ -1,9 +1,15 @@
-"""What a guard is, what it answers, and how guards are run.
+"""What a guard is, what it answers, and how guards are run (the contract of ``advisorchain.guardrails``,
+kept below the advisors so the tool loop can run tool guards without importing the guardrail advisors).
 
 A guard is a plain function ``fn(text, context) -> bool | GuardResult`` (sync or async). The runner
 here is the one place guards are called: a sync guard in a worker thread, an async one on the loop;
 each run is a span ``guardrail <name>`` holding the kind and the verdict, never the text; a guard
 that raises or answers junk fails closed with ``GuardrailError``.
+
+In a durable run on Temporal the guards run in the workflow's code, whose loop has no threads: a sync
+guard runs inline there, and every guard must be deterministic (the built-in ``pii_guard``,
+``keyword_guard`` and ``max_length_guard`` are; ``llm_guard`` calls a model, which workflow code may
+not do).
 """
 
 from __future__ import annotations
@@ -15,8 +21,8 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
-from .. import observability as obs
-from ..errors import GuardrailError, GuardrailTripped
+from . import observability as obs
+from .errors import GuardrailError, GuardrailTripped
 
 __all__ = [
     "Guard",
@@ -26,6 +32,7 @@ __all__ = [
     "Verdict",
     "check_guards",
     "guard_name",
+    "in_worker_thread",
     "run_guards",
     "trip_text",
 ]
@@ -165,6 +172,17 @@ def check_guards(guards: Sequence[object], what: str, *, allow_empty: bool = Fal
     return tuple(guards)  # type: ignore[arg-type]
 
 
+async def in_worker_thread(fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(*args)`` in a worker thread where the running loop has them; inline on a loop that has
+    none (a Temporal workflow's, whose code must be deterministic anyway)."""
+    try:
+        return await asyncio.to_thread(fn, *args)
+    except NotImplementedError:
+        if type(asyncio.get_running_loop()).run_in_executor is not asyncio.AbstractEventLoop.run_in_executor:
+            raise  # fn's own NotImplementedError
+        return fn(*args)
+
+
 def _is_async(guard: object) -> bool:
     if inspect.iscoroutinefunction(guard):
         return True
@@ -194,7 +212,7 @@ async def run_guard(guard: Guard, text: str, context: GuardContext) -> GuardResu
             if _is_async(guard):
                 value: object = await guard(text, context)  # type: ignore[misc]
             else:
-                value = await asyncio.to_thread(guard, text, context)
+                value = await in_worker_thread(guard, text, context)
                 if inspect.isawaitable(value):  # a plain function that returns a coroutine
                     value = await value
             result = _verdict(value, name, kind)
@@ -267,9 +285,10 @@ async def run_guards(guards: Sequence[Guard], text: str, context: GuardContext) 
             result = await run_guard(guard, used, context)  # asked again about the text as replaced
             if not result.passed:
                 return Verdict(used, (guard_name(guard), result))
-            if result.replacement is None:
-                continue
-        used, replaced_by = result.replacement, guard_name(guard)
+        replacement = result.replacement
+        if replacement is None:
+            continue
+        used, replaced_by = replacement, guard_name(guard)
     return Verdict(used, None, replaced_by)
 
 
@@ -284,7 +303,12 @@ def _single(guard: Guard, text: str, result: GuardResult) -> Verdict:
 def trip_text(name: str, kind: str, message: str | None) -> str:
     """The text of a ``GuardrailTripped``: the guard and the kind, then its message (never the text
     it checked)."""
-    where = {"input": "the input", "output": "the output", "tool_call": "a tool call", "tool_result": "a tool result"}
+    where = {
+        "input": "the input",
+        "output": "the output",
+        "tool_call": "a tool call",
+        "tool_result": "a tool result",
+    }
     return f"guardrail {name!r} tripped on {where.get(kind, kind)}" + (f": {message}" if message else "")
 
 
