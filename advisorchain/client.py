@@ -30,14 +30,16 @@ from .chain import (
     current_run,
     stream_run,
 )
-from .chain.vocabulary import AdvisorParams
+from .chain.vocabulary import AdvisorParams, ToolAdvisor
 from .errors import ChainConfigurationError
+from .guards import Guard
 from .memory.api import conversation_id_of
 from .messages import AssistantMessage, Media, Message, SystemMessage, ToolResponseMessage, UserMessage
 from .model import ChatClientRequest, ChatClientResponse, ChatModel, ChatOptions, ChatResponse, Prompt
 from .output import converter_for
 from .tools.approvals import as_decisions
 from .tools.function import ToolCallbackProvider, tool_callbacks, unchecked_tool_callbacks
+from .tools.guarded import ToolGuards
 from .usage import ModelPrice, PriceFunction, Prices, UsageLimits
 
 __all__ = [
@@ -73,7 +75,8 @@ class ChatClient:
 
     ``usage_limits`` bound every request's run (``UsageLimits``; a request's ``.usage_limits(...)``
     replaces them); ``prices`` add or override model prices (``{"model": ModelPrice(...)}`` or a
-    function ``fn(model, provider, usage) -> Decimal | None``).
+    function ``fn(model, provider, usage) -> Decimal | None``); ``tool_guards`` and
+    ``tool_result_guards`` go to the tool loop the client adds (``advisorchain.guardrails``).
 
     >>> client = ChatClient(model, default_system="Be brief.")
     >>> client.prompt("What is the capital of France?").call().content()
@@ -93,6 +96,8 @@ class ChatClient:
         default_user_params: Mapping[str, Any] | None = None,
         usage_limits: UsageLimits | None = None,
         prices: Mapping[str, ModelPrice] | PriceFunction | None = None,
+        tool_guards: Sequence[Guard] = (),
+        tool_result_guards: Sequence[Guard] = (),
     ) -> None:
         self.model = _check_model(model)
         self.default_advisors: tuple[Advisor, ...] = _checked_advisors(default_advisors)
@@ -112,6 +117,9 @@ class ChatClient:
         self.prices = prices
         self.price_table: Prices | None = None if prices is None else Prices(prices)
         """``prices``, checked (what the model link prices responses with)."""
+        self.tool_guards = ToolGuards(tool_guards, tool_result_guards)
+        """The guards the auto-registered tool loop runs on each call's arguments and each result (§19)."""
+        self._guarded_loops: dict[bool, Advisor] = {}
         # What the client was built with, for mutate(): every keyword of this constructor.
         self._settings: dict[str, Any] = {
             "model": model,
@@ -125,7 +133,31 @@ class ChatClient:
             "default_user_params": self.default_user_params,
             "usage_limits": usage_limits,
             "prices": prices,
+            "tool_guards": self.tool_guards.calls,
+            "tool_result_guards": self.tool_guards.results,
         }
+
+    def _tool_advisor(self, conversation_history_enabled: bool) -> Advisor:
+        """The auto-registered tool loop, with this client's tool guards (one per setting)."""
+        loop = self._guarded_loops.get(conversation_history_enabled)
+        if loop is None:
+            loop = self._guarded_loops[conversation_history_enabled] = ToolCallingAdvisor(
+                conversation_history_enabled=conversation_history_enabled,
+                tool_guards=self.tool_guards.calls,
+                tool_result_guards=self.tool_guards.results,
+            )
+        return loop
+
+    def _check_guarded_loop(self, advisors: Sequence[Advisor]) -> None:
+        """The client's tool guards go to the tool loop it adds: a chain with a tool loop of its own
+        would run without them, which is an error (never a guard skipped silently)."""
+        own = [a for a in advisors if isinstance(a, ToolAdvisor) and a not in self._guarded_loops.values()]
+        if own:
+            raise ChainConfigurationError(
+                f"the client's tool_guards/tool_result_guards apply to the tool loop it adds, but this "
+                f"chain has its own {own[0].name!r}; give that advisor tool_guards=... and "
+                "tool_result_guards=... instead"
+            )
 
     def mutate(self, **changes: Any) -> ChatClient:
         """A new client with this one's settings except ``changes`` (any keyword of the constructor,
@@ -382,8 +414,10 @@ class ChatClientRequestSpec:
                 client.tool_calling_auto_register
                 and context.get(AdvisorParams.TOOL_CALLING_ADVISOR_AUTO_REGISTER, True)
             ),
-            tool_advisor_factory=_tool_calling_advisor,
+            tool_advisor_factory=client._tool_advisor if client.tool_guards else _tool_calling_advisor,
         )
+        if client.tool_guards:
+            client._check_guarded_loop(advisors)
         return ChatClientRequest(Prompt(tuple(instructions), options), context), self._run(advisors)
 
     def _run(self, advisors: tuple[Advisor, ...]) -> Run:

@@ -90,35 +90,54 @@ def _may_be_waiting(request: ChatClientRequest) -> bool:
 
 
 async def _decide_round(
-    manager: object, prompt: Prompt, chat: ChatResponse, given: Mapping[str, Decision] | None = None
+    manager: object,
+    prompt: Prompt,
+    chat: ChatResponse,
+    given: Mapping[str, Decision] | None = None,
+    guarded: Mapping[str, Decision] | None = None,
 ) -> dict[str, Decision] | Pending | None:
     """The round's decisions by call id; ``Pending`` when calls wait for a person; None when no
     call needs one and none was given (the round runs as the model sent it).
 
-    A call needs a decision when its tool requires approval. ``given`` decisions (a resuming
-    request) come first; a ``ToolCallingManager`` with an ``approver`` is asked for the rest, one
-    call after another in call order. With decisions given, a call left without one is an error.
+    A call needs a decision when its tool requires approval. ``guarded`` holds what the tool guards
+    decided (§19): a blocked call (a ``Denied``) needs no decision; replaced arguments
+    (``Approved(arguments=...)``) are what an approver is asked about and what the call runs with,
+    unless a decision's own ``Approved(arguments=...)`` replaces them. ``given`` decisions (a
+    resuming request) come first; a ``ToolCallingManager`` with an ``approver`` is asked for the
+    rest, one call after another in call order. With decisions given, a call left without one is an
+    error.
     """
     message = tool_call_message(chat)
     if message is None:
         return None
     options = prompt.options
     registry = options.tool_registry if options is not None else EMPTY_REGISTRY
-    needing = [c for c in message.tool_calls if requires_approval(registry.get(c.name))]
-    if not needing and not given:
+    guarded = guarded or {}
+    blocked = {cid: d for cid, d in guarded.items() if isinstance(d, Denied)}
+    calls = [c for c in message.tool_calls if c.id not in blocked]  # a blocked call needs no decision
+    needing = [c for c in calls if requires_approval(registry.get(c.name))]
+    if not needing and not given and not guarded:
         return None
-    decided = {c.id: given[c.id] for c in message.tool_calls if given and c.id in given}
+    decided = {c.id: given[c.id] for c in calls if given and c.id in given}
+    decided.update(blocked)
     undecided = [c for c in needing if c.id not in decided]
     approver = manager.approver if isinstance(manager, ToolCallingManager) else None
     if undecided and approver is not None:
         tool_context = options.tool_context if options is not None else {}
         for call in undecided:
+            replaced = guarded.get(call.id)
+            if isinstance(replaced, Approved) and replaced.arguments is not None:
+                call = ToolCall(call.id, call.name, replaced.arguments)  # asked as the tool would run
             answer = approver(call, ToolContext(tool_context, tool_call_id=call.id))
             if inspect.isawaitable(answer):
                 answer = await answer
             decided[call.id] = as_decision(answer, f"the approver's answer for tool call {call.id!r}")
         undecided = []
     if not undecided:
+        for cid, replaced in guarded.items():  # replaced arguments, unless a decision replaced them
+            decision = decided.get(cid)
+            if decision is None or (isinstance(decision, Approved) and decision.arguments is None):
+                decided[cid] = replaced
         return decided
     if given is not None:
         listed = ", ".join(f"{c.id!r} ({c.name!r})" for c in undecided)
@@ -299,13 +318,18 @@ class Approvals:
         return Waiting(ChatResponse.of(message, FinishReason.TOOL_CALLS), history, given)
 
     async def decide(
-        self, prompt: Prompt, chat: ChatResponse, given: Mapping[str, Decision] | None = None
+        self,
+        prompt: Prompt,
+        chat: ChatResponse,
+        given: Mapping[str, Decision] | None = None,
+        guarded: Mapping[str, Decision] | None = None,
     ) -> dict[str, Decision] | Pending | None:
         """The round's decisions by call id; ``Pending`` when calls wait for a person; None when no
-        call needs one and none was given (the round runs as the model sent it)."""
-        if not _has_decisions_to_make(prompt, chat, given):
+        call needs one and none was given (the round runs as the model sent it). ``guarded``: the
+        tool guards' decisions (``ToolGuards.before_approvals``), taken before approvals."""
+        if not guarded and not _has_decisions_to_make(prompt, chat, given):
             return None
-        return await _decide_round(self.manager, prompt, chat, given)
+        return await _decide_round(self.manager, prompt, chat, given, guarded)
 
     async def run(
         self, prompt: Prompt, chat: ChatResponse, decisions: Mapping[str, Decision] | None

@@ -27,6 +27,7 @@ from ..errors import (
     ToolExecutionError,
     UsageLimitExceeded,
 )
+from ..guards import Guard
 from ..messages import AssistantMessage, Message, ToolCall, ToolResponseMessage
 from ..model import (
     ChatClientRequest,
@@ -40,6 +41,7 @@ from ..model import (
     with_total_usage,
 )
 from ..tools.approvals import Decision, Denied
+from ..tools.guarded import ToolGuards
 from ..tools.manager import NOT_EXECUTED, ToolCallingManager, ToolCallingManagerProtocol, ToolExecutionResult
 from .approval import Approvals, Pending, tool_call_message
 from .history import HistoryReplacement, replace_history, replacements_in
@@ -94,6 +96,8 @@ class ToolCallingAdvisor(ToolAdvisor):
         max_iterations: int | None = None,
         *,
         max_malformed_rounds: int = 3,
+        tool_guards: Sequence[Guard] = (),
+        tool_result_guards: Sequence[Guard] = (),
     ) -> None:
         self.order = check_order(order, inside=True)
         self.max_iterations: int | None = check_int(
@@ -112,6 +116,8 @@ class ToolCallingAdvisor(ToolAdvisor):
         )
         self.tool_execution_eligibility_checker = tool_execution_eligibility_checker or _default_eligibility
         self.conversation_history_enabled = conversation_history_enabled
+        self.tool_guards = ToolGuards(tool_guards, tool_result_guards)
+        """Guards on each call's arguments and on each result (§19; empty: none)."""
 
     @property
     def name(self) -> str:
@@ -227,7 +233,8 @@ class ToolCallingAdvisor(ToolAdvisor):
             )
         self._check_iterations(loop, chat)
         prompt = self._manager_prompt(loop, request)
-        decided = await loop.approvals.decide(prompt, chat)
+        guarded = await self.tool_guards.before_approvals(chat, request.context)  # §19: before approvals
+        decided = await loop.approvals.decide(prompt, chat, None, guarded)
         if isinstance(decided, Pending):
             stored = await _stored(loop, request)
             waiting = Approvals.ending(response, chat, decided, prompt.instructions, stored)
@@ -265,6 +272,7 @@ class ToolCallingAdvisor(ToolAdvisor):
             )
             return _Stop(with_total_usage(response, loop.usages, limited), synthetic=True)
         meter.ran_tool_calls(ran)
+        result = await self.tool_guards.check_results(result, chat, decisions, request.context)  # §19
         if run.listener is not None:
             _emit_results(run, request, chat, result)
         self._check_malformed(loop, chat, decisions, result)
@@ -308,7 +316,8 @@ class ToolCallingAdvisor(ToolAdvisor):
         chat, history = waiting.chat, waiting.history
         prompt = request.prompt.copy(instructions=history)
         response = ChatClientResponse(chat, request.context)
-        decided = await approvals.decide(prompt, chat, waiting.given)
+        guarded = await self.tool_guards.before_approvals(chat, request.context)  # §19: before approvals
+        decided = await approvals.decide(prompt, chat, waiting.given, guarded)
         if isinstance(decided, Pending):
             ending = Approvals.ending(response, chat, decided, history)
             return _Stop(with_total_usage(ending, loop.usages), synthetic=True, approval=True)

@@ -17,10 +17,10 @@ from typing import Any, Final
 from .._streams import closing
 from ..chain import CallAdvisorChain, StreamAdvisorChain
 from ..chain.vocabulary import Ordered, check_order
+from ..guards import Guard, GuardContext, Verdict, check_guards, run_guards, tripped_error
 from ..messages import AssistantMessage, Message, UserMessage
 from ..model import ChatClientRequest, ChatClientResponse
 from ._common import OnTrip, check_choice, finish_ending, guard_context_values, meter_usage, rebased
-from ..guards import Guard, GuardContext, Verdict, check_guards, run_guards, tripped_error
 
 __all__ = ["InputGuardrailAdvisor", "turn_user_text"]
 

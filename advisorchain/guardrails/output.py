@@ -18,6 +18,7 @@ from .._streams import closing
 from ..chain import CallAdvisorChain, StreamAdvisorChain
 from ..chain.vocabulary import AdvisorParams, MemoryAdvisor, Ordered, ToolAdvisor, check_order
 from ..errors import GuardrailError, GuardrailTripped
+from ..guards import Guard, GuardContext, Verdict, check_guards, run_guards, tripped_error
 from ..messages import AssistantMessage
 from ..model import (
     ChatClientRequest,
@@ -28,7 +29,6 @@ from ..model import (
     StreamAggregation,
 )
 from ._common import OnTrip, check_choice, finish_ending, guard_context_values, meter_usage, rebased
-from ..guards import Guard, GuardContext, Verdict, check_guards, run_guards, tripped_error
 
 __all__ = ["OutputGuardrailAdvisor", "sentence_ends"]
 

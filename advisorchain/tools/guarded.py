@@ -57,6 +57,11 @@ def blocked_text(verdict: Verdict) -> str:
     return f"Error: blocked by guardrail {name}" + (f": {result.message}" if result.message else "")
 
 
+def withheld_text(tool_name: str, guard: str) -> str:
+    """What the model is told in place of a result a tool-result guard withheld."""
+    return f"Error: the result of {tool_name} was withheld by guardrail {guard}"
+
+
 class ToolGuards:
     """The tool guards and tool-result guards of one tool loop (empty: nothing to do)."""
 
@@ -65,6 +70,9 @@ class ToolGuards:
     def __init__(self, tool_guards: Sequence[Guard] = (), tool_result_guards: Sequence[Guard] = ()) -> None:
         self.calls = check_guards(tool_guards, "tool_guards", allow_empty=True)
         self.results = check_guards(tool_result_guards, "tool_result_guards", allow_empty=True)
+
+    def __bool__(self) -> bool:
+        return bool(self.calls or self.results)
 
     async def before_approvals(
         self, chat: ChatResponse, request_context: Mapping[str, Any]
@@ -95,21 +103,20 @@ class ToolGuards:
         request_context: Mapping[str, Any],
     ) -> ToolExecutionResult:
         """``result`` with the results of the calls that ran checked (replaced or withheld)."""
+        context = request_context
         history = result.conversation_history
         last = history[-1] if history else None
         if not self.results or not isinstance(last, ToolResponseMessage):
             return result
         by_id = {c.id: c for c in _calls(chat)}
         ran = [
-            r
-            for r in last.responses
-            if r.id in by_id and not isinstance((decisions or {}).get(r.id), Denied)
+            r for r in last.responses if r.id in by_id and not isinstance((decisions or {}).get(r.id), Denied)
         ]
         if not ran:
             return result
         verdicts = await asyncio.gather(
             *(
-                run_guards(self.results, r.response_data, _context("tool_result", by_id[r.id], request_context))
+                run_guards(self.results, r.response_data, _context("tool_result", by_id[r.id], context))
                 for r in ran
             )
         )
@@ -118,7 +125,7 @@ class ToolGuards:
             if not verdict.passed:
                 assert verdict.tripped is not None
                 name = verdict.tripped[0]
-                checked[id(response)] = f"Error: the result of {response.name} was withheld by guardrail {name}"
+                checked[id(response)] = withheld_text(response.name, name)
             elif verdict.text != response.response_data:
                 checked[id(response)] = verdict.text
         if not checked:
