@@ -215,6 +215,9 @@ class DurableParts:
             tool_calling_auto_register=client.tool_calling_auto_register,
             usage_limits=client.usage_limits,
             prices=client.prices,
+            # Tool guards run in the workflow's code (deterministic guards only; see guards.py).
+            tool_guards=client.tool_guards.calls,
+            tool_result_guards=client.tool_guards.results,
         )
         return durable, recorder
 
