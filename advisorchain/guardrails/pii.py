@@ -29,7 +29,15 @@ _TOKENS: Final[dict[str, str]] = {
     "ip_address": "[IP_ADDRESS]",
 }
 # Overlapping finds: the first kind in this order wins.
-_PRIORITY: Final[dict[str, int]] = {"email": 0, "iban": 1, "credit_card": 2, "ip_address": 3, "phone": 4}
+_PRIORITY: Final[dict[str, int]] = {
+    "email": 0,
+    "iban": 1,
+    "": 2,
+    "credit_card": 3,
+    "ip_address": 4,
+    "phone": 5,
+}
+# "": an IBAN-like run that fails its checksum, left alone (no other kind is looked for inside it).
 
 _EMAIL = re.compile(r"(?<![\w.%+-])[\w.%+-]+@[\w-]+(?:\.[\w-]+)*\.[^\W\d_]{2,}(?![\w-])")
 # A run of ASCII digits with single separators (space, dot, dash, parentheses), maybe after a "+".
@@ -87,23 +95,52 @@ def _digit_runs(text: str, wanted: set[str]) -> Iterable[_Find]:
             if "credit_card" in wanted and luhn_valid(digits):
                 yield _Find(m.start(), m.end(), "credit_card")
             continue
-        if "phone" not in wanted or _DATE.fullmatch(run.strip("()")):
+        if "phone" not in wanted:
             continue
-        if (run.startswith("+") and n <= 15) or n <= 12:
-            yield _Find(m.start(), m.end(), "phone")
+        end = _phone_end(run)
+        if end is not None:
+            yield _Find(m.start(), m.start() + end, "phone")
+
+
+_DIGITS = re.compile(r"[0-9]+")
+
+
+def _phone_end(run: str) -> int | None:
+    """Where the phone number a digit run starts with ends (None: it starts with none): the
+    longest prefix of whole words of digit groups with one kind of separator (parentheses aside) holding
+    8-15 digits after a "+", or 8-12 digits, that is not a date."""
+    ends = [m.end() for m in _DIGITS.finditer(run)]
+    for end in reversed(ends):
+        if end < len(run) and run[end] != " ":
+            continue  # never cut a number in two ("2.50")
+        piece = run[:end]
+        n = sum(1 for ch in piece if "0" <= ch <= "9")
+        if n < 8:
+            return None
+        separators = {
+            ch for i, ch in enumerate(piece) if ch in " .-" and not (ch == " " and piece[i - 1] == ")")
+        }
+        if len(separators) > 1 or _DATE.fullmatch(piece.strip("()")):
+            continue
+        if (piece.startswith("+") and n <= 15) or n <= 12:
+            return end
+    return None
 
 
 def _ibans(text: str) -> Iterable[_Find]:
     for m in _IBAN.finditer(text):
         run = m.group()
-        # The pattern may take in a following group of capitals or digits: try shorter cuts too.
-        for end in range(len(run), 14, -1):
-            if end < len(run) and run[end] != " ":
-                continue
-            compact = run[:end].replace(" ", "")
-            if mod97_valid(compact):
+        end = len(run)
+        # The pattern may take in a following word in capitals ("... 00 THEN"): try without it.
+        while True:
+            if mod97_valid(run[:end].replace(" ", "")):
                 yield _Find(m.start(), m.start() + end, "iban")
                 break
+            cut = run.rfind(" ", 0, end)
+            if cut < 15 or not run[cut + 1 : end].isalpha():
+                yield _Find(m.start(), m.end(), "")  # fails its checksum: left alone, digits and all
+                break
+            end = cut
 
 
 def _ipv6(text: str) -> Iterable[_Find]:
@@ -124,8 +161,8 @@ def find_pii(text: str, kinds: Iterable[str] = PII_KINDS) -> list[tuple[int, int
     finds: list[_Find] = []
     if "email" in wanted and "@" in text:
         finds.extend(_Find(m.start(), m.end(), "email") for m in _EMAIL.finditer(text))
-    if "iban" in wanted:
-        finds.extend(_ibans(text))
+    if wanted & {"iban", "credit_card", "phone"}:
+        finds.extend(f for f in _ibans(text) if f.kind != "iban" or "iban" in wanted)
     if wanted & {"credit_card", "phone"}:
         finds.extend(_digit_runs(text, wanted))
     if "ip_address" in wanted:
@@ -138,7 +175,7 @@ def find_pii(text: str, kinds: Iterable[str] = PII_KINDS) -> list[tuple[int, int
         if kept and f.start < kept[-1][1]:
             continue  # overlaps one kept already (an earlier start, or the same start and a stronger kind)
         kept.append((f.start, f.end, f.kind))
-    return kept
+    return [k for k in kept if k[2]]
 
 
 def redact_pii(text: str, kinds: Iterable[str] = PII_KINDS) -> tuple[str, tuple[str, ...]]:

@@ -30,7 +30,9 @@ async def chunks_of(spec: ChatClientRequestSpec) -> list[ChatClientResponse]:
 class Recorder:
     """A guard that records each text and context it was shown and answers with ``verdict``."""
 
-    def __init__(self, verdict: Callable[[str], bool | GuardResult] = lambda _: True, name: str = "rec") -> None:
+    def __init__(
+        self, verdict: Callable[[str], bool | GuardResult] = lambda _: True, name: str = "rec"
+    ) -> None:
         self.verdict = verdict
         self.name = name
         self.texts: list[str] = []

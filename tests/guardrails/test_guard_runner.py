@@ -79,7 +79,9 @@ async def test_a_guard_that_raises_fails_closed_with_its_error_as_cause() -> Non
 
 def test_guardrail_tripped_and_guardrail_error_are_two_unrelated_errors() -> None:
     assert issubclass(GuardrailTripped, AdvisorChainError) and issubclass(GuardrailError, AdvisorChainError)
-    assert not issubclass(GuardrailTripped, GuardrailError) and not issubclass(GuardrailError, GuardrailTripped)
+    assert not issubclass(GuardrailTripped, GuardrailError) and not issubclass(
+        GuardrailError, GuardrailTripped
+    )
 
 
 def test_guard_result_checks_its_fields() -> None:
@@ -116,7 +118,12 @@ def test_a_guards_name_is_its_name_attribute_else_its_function_name() -> None:
 
 def test_the_guard_context_is_a_read_only_mapping_with_only_what_is_known() -> None:
     context = GuardContext("tool_call", tool_name="t", tool_call_id="c1", conversation_id="u1")
-    assert dict(context) == {"kind": "tool_call", "conversation_id": "u1", "tool_name": "t", "tool_call_id": "c1"}
+    assert dict(context) == {
+        "kind": "tool_call",
+        "conversation_id": "u1",
+        "tool_name": "t",
+        "tool_call_id": "c1",
+    }
     assert context.agent is None and "agent" not in context
     assert context.kind == "tool_call" and context["tool_name"] == "t"
     with pytest.raises(TypeError):
@@ -179,7 +186,9 @@ async def test_each_guard_run_is_a_span_with_kind_and_verdict_and_never_the_text
 
     client = ChatClient(ScriptedChatModel(["fine"]), default_advisors=[InputGuardrailAdvisor(on_topic)])
     await client.prompt("a secret question").acall().content()
-    blocked = ChatClient(ScriptedChatModel(["x"]), default_advisors=[InputGuardrailAdvisor(strict, parallel=False)])
+    blocked = ChatClient(
+        ScriptedChatModel(["x"]), default_advisors=[InputGuardrailAdvisor(strict, parallel=False)]
+    )
     with pytest.raises(GuardrailTripped):
         await blocked.prompt("a secret question").acall().content()
     finished = spans.get_finished_spans()  # type: ignore[attr-defined]

@@ -34,7 +34,7 @@ from advisorchain import (
     tool,
 )
 from advisorchain.testing import stream_chunks
-from tests.guardrails.support import PATHS, Path, Recorder, chunks_of, run, texts_of
+from tests.guardrails.support import PATHS, Path, Recorder, run, texts_of
 
 INSIDE = ToolCallingAdvisor.DEFAULT_ORDER + 100
 
@@ -69,7 +69,12 @@ async def test_a_trip_raises_and_nothing_of_the_turn_is_stored(path: Path, paral
     with pytest.raises(GuardrailTripped) as info:
         await run(client.prompt("tell me about cars").param(ChatMemory.CONVERSATION_ID, "u1"), path)
     error = info.value
-    assert (error.guard, error.kind, error.message, error.partial_response) == ("no", "input", "Off topic.", None)
+    assert (error.guard, error.kind, error.message, error.partial_response) == (
+        "no",
+        "input",
+        "Off topic.",
+        None,
+    )
     assert "Off topic." in str(error) and "cars" not in str(error)
     assert memory.get("u1") == []
 
@@ -143,7 +148,9 @@ async def test_in_parallel_the_model_is_called_beside_a_slow_guard_and_no_chunk_
 
 
 @pytest.mark.parametrize("path", PATHS)
-async def test_a_trip_in_parallel_cancels_the_model_call_in_flight_and_counts_it(path: Path, spans: object) -> None:
+async def test_a_trip_in_parallel_cancels_the_model_call_in_flight_and_counts_it(
+    path: Path, spans: object
+) -> None:
     started, cancelled = asyncio.Event(), asyncio.Event()
 
     async def hang(prompt: Prompt) -> AssistantMessage:
@@ -189,7 +196,9 @@ async def test_no_tool_runs_and_nothing_is_stored_before_the_guard_tripped(path:
         [AssistantMessage("Deleting.", [ToolCall("c1", "delete_everything", '{"scope": "all"}')]), "done"]
     )
     gate = Gate(GuardResult(False))
-    memory_advisor = MessageChatMemoryAdvisor(memory, order=INSIDE) if inside else MessageChatMemoryAdvisor(memory)
+    memory_advisor = (
+        MessageChatMemoryAdvisor(memory, order=INSIDE) if inside else MessageChatMemoryAdvisor(memory)
+    )
     client = ChatClient(model, default_advisors=[memory_advisor, InputGuardrailAdvisor(gate)])
     task = asyncio.ensure_future(run(client.prompt("delete all").tools(delete_everything), path))
     await asyncio.wait_for(gate.asked.wait(), 30)
@@ -215,7 +224,9 @@ async def test_tools_run_once_the_guard_passed(path: Path) -> None:
 
 @pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("parallel", [True, False])
-async def test_on_trip_finish_ends_with_the_guards_message_and_stores_nothing(path: Path, parallel: bool) -> None:
+async def test_on_trip_finish_ends_with_the_guards_message_and_stores_nothing(
+    path: Path, parallel: bool
+) -> None:
     memory = MessageWindowChatMemory()
     client = ChatClient(
         ScriptedChatModel(["an answer"]),
@@ -229,7 +240,10 @@ async def test_on_trip_finish_ends_with_the_guards_message_and_stores_nothing(pa
     assert answer.finish_reason == "guardrailTripped"
     silent = ChatClient(
         ScriptedChatModel(["an answer"]),
-        default_advisors=[MessageChatMemoryAdvisor(memory), InputGuardrailAdvisor(keyword_guard(["cars"]), on_trip="finish")],
+        default_advisors=[
+            MessageChatMemoryAdvisor(memory),
+            InputGuardrailAdvisor(keyword_guard(["cars"]), on_trip="finish"),
+        ],
     )
     assert (await run(silent.prompt("tell me about cars"), path)).text == "I can't help with that."
     assert memory.get("default") == []
@@ -237,11 +251,17 @@ async def test_on_trip_finish_ends_with_the_guards_message_and_stores_nothing(pa
 
 @pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("parallel", [True, False])
-async def test_a_replacement_rewrites_the_user_text_for_the_model_and_memory(path: Path, parallel: bool) -> None:
+async def test_a_replacement_rewrites_the_user_text_for_the_model_and_memory(
+    path: Path, parallel: bool
+) -> None:
     memory = MessageWindowChatMemory()
     model = ScriptedChatModel(["noted", "noted"])
     client = ChatClient(
-        model, default_advisors=[MessageChatMemoryAdvisor(memory), InputGuardrailAdvisor(pii_guard(), parallel=parallel)]
+        model,
+        default_advisors=[
+            MessageChatMemoryAdvisor(memory),
+            InputGuardrailAdvisor(pii_guard(), parallel=parallel),
+        ],
     )
     answer = await run(client.prompt("mail me at ada@example.com"), path)
     assert answer.text == "noted"
@@ -254,7 +274,12 @@ async def test_a_replacement_becomes_one_user_message_in_place_of_the_last() -> 
     model = ScriptedChatModel(["ok"])
     client = ChatClient(model, default_advisors=[InputGuardrailAdvisor(pii_guard(), parallel=False)])
     image = Media("image/png", data=b"png")
-    history = [SystemMessage("sys"), UserMessage("old"), AssistantMessage("answer"), UserMessage("call +33 6 12 34 56 78")]
+    history = [
+        SystemMessage("sys"),
+        UserMessage("old"),
+        AssistantMessage("answer"),
+        UserMessage("call +33 6 12 34 56 78"),
+    ]
     await (
         client.prompt()
         .messages(history)
@@ -279,7 +304,9 @@ async def test_a_resume_without_user_text_is_not_checked(path: Path) -> None:
         return "sent"
 
     waiting = AssistantMessage(None, [ToolCall("c1", "send", '{"to": "x"}')])
-    spec = client.prompt().messages([UserMessage("send it"), waiting]).tools(send).tool_approvals({"c1": True})
+    spec = (
+        client.prompt().messages([UserMessage("send it"), waiting]).tools(send).tool_approvals({"c1": True})
+    )
     assert (await run(spec, path)).text == "weather is fine"
     assert guard.texts == []
 

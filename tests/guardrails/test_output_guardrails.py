@@ -41,7 +41,9 @@ def no_secret(text: str, context: GuardContext) -> GuardResult:
     return GuardResult(False, "That is secret.") if "secret" in text else GuardResult(True)
 
 
-def client_with(model: ScriptedChatModel, memory: MessageWindowChatMemory, guard: OutputGuardrailAdvisor) -> ChatClient:
+def client_with(
+    model: ScriptedChatModel, memory: MessageWindowChatMemory, guard: OutputGuardrailAdvisor
+) -> ChatClient:
     return ChatClient(model, default_advisors=[MessageChatMemoryAdvisor(memory), guard])
 
 
@@ -51,7 +53,9 @@ def client_with(model: ScriptedChatModel, memory: MessageWindowChatMemory, guard
 @pytest.mark.parametrize("path", PATHS)
 async def test_a_replacement_is_the_answer_and_what_memory_stores(path: Path) -> None:
     memory = MessageWindowChatMemory()
-    client = client_with(ScriptedChatModel([answer("Write to ada@example.com.")]), memory, OutputGuardrailAdvisor(pii_guard()))
+    client = client_with(
+        ScriptedChatModel([answer("Write to ada@example.com.")]), memory, OutputGuardrailAdvisor(pii_guard())
+    )
     got = await run(client.prompt("how do I reach Ada?"), path)
     assert got.text == "Write to [EMAIL]."
     assert got.finish_reason == "stop" and got.metadata.usage == Usage(10, 7)
@@ -61,7 +65,9 @@ async def test_a_replacement_is_the_answer_and_what_memory_stores(path: Path) ->
 @pytest.mark.parametrize("path", PATHS)
 async def test_a_raised_trip_carries_the_answer_and_stores_nothing(path: Path) -> None:
     memory = MessageWindowChatMemory()
-    client = client_with(ScriptedChatModel([answer("The secret is 42.")]), memory, OutputGuardrailAdvisor(no_secret))
+    client = client_with(
+        ScriptedChatModel([answer("The secret is 42.")]), memory, OutputGuardrailAdvisor(no_secret)
+    )
     with pytest.raises(GuardrailTripped) as info:
         await run(client.prompt("q"), path)
     error = info.value
@@ -75,7 +81,9 @@ async def test_a_raised_trip_carries_the_answer_and_stores_nothing(path: Path) -
 async def test_finish_ends_with_the_message_and_memory_stores_that_ending(path: Path) -> None:
     memory = MessageWindowChatMemory()
     client = client_with(
-        ScriptedChatModel([answer("The secret is 42.")]), memory, OutputGuardrailAdvisor(no_secret, on_trip="finish")
+        ScriptedChatModel([answer("The secret is 42.")]),
+        memory,
+        OutputGuardrailAdvisor(no_secret, on_trip="finish"),
     )
     got = await run(client.prompt("q"), path)
     assert got.text == "That is secret." and got.finish_reason == "guardrailTripped"
@@ -105,7 +113,9 @@ async def test_a_tool_rounds_preamble_is_checked_and_held_with_the_rest() -> Non
         [AssistantMessage("Let me check. ", [ToolCall("c1", "weather", '{"city": "Oslo"}')]), "It is sunny."]
     )
     client = ChatClient(model, default_advisors=[OutputGuardrailAdvisor(guard)])
-    texts = [c.chat_response.text for c in await chunks_of(client.prompt("q").tools(weather)) if c.chat_response]
+    texts = [
+        c.chat_response.text for c in await chunks_of(client.prompt("q").tools(weather)) if c.chat_response
+    ]
     assert [t for t in texts if t] == ["Let me check. It is sunny."]
     assert guard.texts == ["Let me check. It is sunny."]
 
@@ -132,9 +142,15 @@ async def test_sentences_are_released_one_by_one_and_the_guard_sees_the_whole_te
 
 
 def test_sentence_ends_in_chinese_and_japanese_need_no_space() -> None:
-    text = "你好。今天天气很好！是吗？はい。"
+    stop, bang, ask = "\u3002", "\uff01", "\uff1f"  # the ideographic full stop, full-width ! and ?
+    text = f"你好{stop}今天天气很好{bang}是吗{ask}はい{stop}"
     ends = sentence_ends(text)
-    assert [text[:e] for e in ends] == ["你好。", "你好。今天天气很好！", "你好。今天天气很好！是吗？", text]
+    assert [text[:e] for e in ends] == [
+        f"你好{stop}",
+        f"你好{stop}今天天气很好{bang}",
+        text[: text.index(ask) + 1],
+        text,
+    ]
     assert sentence_ends("v2.50 and e.g.x") == []
     assert sentence_ends("Done.") == []  # the end of the answer, not a sentence end yet
 
@@ -146,7 +162,10 @@ async def test_a_sentence_still_arriving_is_never_released() -> None:
         seen.append(text)
         return True
 
-    client = ChatClient(ScriptedChatModel([answer("First one. Second")]), default_advisors=[OutputGuardrailAdvisor(watch, release="sentence")])
+    client = ChatClient(
+        ScriptedChatModel([answer("First one. Second")]),
+        default_advisors=[OutputGuardrailAdvisor(watch, release="sentence")],
+    )
     texts = []
     async for chunk in client.prompt("q").astream().content():
         texts.append(chunk)
@@ -158,7 +177,9 @@ async def test_a_sentence_still_arriving_is_never_released() -> None:
 async def test_a_trip_after_released_sentences_ends_the_stream_and_stores_nothing(on_trip: str) -> None:
     memory = MessageWindowChatMemory()
     model = ScriptedChatModel([answer("All fine. The secret is 42. More text.")])
-    client = client_with(model, memory, OutputGuardrailAdvisor(no_secret, release="sentence", on_trip=on_trip))  # type: ignore[arg-type]
+    client = client_with(
+        model, memory, OutputGuardrailAdvisor(no_secret, release="sentence", on_trip=on_trip)
+    )  # type: ignore[arg-type]
     received: list[str] = []
     if on_trip == "raise":
         with pytest.raises(GuardrailTripped) as info:
@@ -190,7 +211,11 @@ async def test_a_replacement_that_rewrites_released_text_is_a_guardrail_error() 
         return GuardResult(True, replacement="[REDACTED]" + text[5:]) if "Two" in text else GuardResult(True)
 
     memory = MessageWindowChatMemory()
-    client = client_with(ScriptedChatModel([answer("One. Two. Three.")]), memory, OutputGuardrailAdvisor(rewrite, release="sentence"))
+    client = client_with(
+        ScriptedChatModel([answer("One. Two. Three.")]),
+        memory,
+        OutputGuardrailAdvisor(rewrite, release="sentence"),
+    )
     received: list[str] = []
     with pytest.raises(GuardrailError) as info:
         async for text in client.prompt("q").astream().content():
@@ -225,7 +250,9 @@ def lookup(name: str) -> str:
 
 
 def loop_model(final: str) -> ScriptedChatModel:
-    return ScriptedChatModel([AssistantMessage(None, [ToolCall("c1", "lookup", '{"name": "Ada"}')]), answer(final)])
+    return ScriptedChatModel(
+        [AssistantMessage(None, [ToolCall("c1", "lookup", '{"name": "Ada"}')]), answer(final)]
+    )
 
 
 @pytest.mark.parametrize("path", PATHS)
@@ -234,7 +261,10 @@ async def test_memory_inside_the_loop_stores_the_replacement(path: Path, release
     memory = MessageWindowChatMemory()
     client = ChatClient(
         loop_model("Her mail is ada@example.com."),
-        default_advisors=[MessageChatMemoryAdvisor(memory, order=INSIDE), OutputGuardrailAdvisor(pii_guard(), release=release)],  # type: ignore[arg-type]
+        default_advisors=[
+            MessageChatMemoryAdvisor(memory, order=INSIDE),
+            OutputGuardrailAdvisor(pii_guard(), release=release),
+        ],  # type: ignore[arg-type]
     )
     got = await run(client.prompt("find Ada").tools(lookup), path)
     assert got.text == "Her mail is [EMAIL]."
@@ -269,7 +299,11 @@ async def test_memory_outside_the_loop_stores_the_checked_final_answer_after_too
 async def test_the_output_guard_is_told_the_agent_that_answered() -> None:
     guard = Recorder()
     client = ChatClient(ScriptedChatModel([answer("Hi.")]), default_advisors=[OutputGuardrailAdvisor(guard)])
-    spec = client.prompt("q").param(AdvisorParams.ACTIVE_AGENT, "billing").param(ChatMemory.CONVERSATION_ID, "u1")
+    spec = (
+        client.prompt("q")
+        .param(AdvisorParams.ACTIVE_AGENT, "billing")
+        .param(ChatMemory.CONVERSATION_ID, "u1")
+    )
     await spec.acall().content()
     assert dict(guard.contexts[0]) == {"kind": "output", "conversation_id": "u1", "agent": "billing"}
 
@@ -280,7 +314,7 @@ async def test_a_keyword_guard_on_the_output_on_both_paths() -> None:
         default_advisors=[OutputGuardrailAdvisor(keyword_guard(["password"], message="Not that."))],
     )
     for path in PATHS:
-        with pytest.raises(GuardrailTripped, match="Not that."):
+        with pytest.raises(GuardrailTripped, match="Not that"):
             await run(client.prompt("q"), path)
 
 

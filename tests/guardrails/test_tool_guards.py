@@ -89,13 +89,17 @@ def tool_responses(model: ScriptedChatModel, index: int = 1) -> list[str]:
 
 @pytest.mark.parametrize("path", PATHS)
 async def test_a_blocked_call_answers_the_block_text_and_the_others_run(path: Path) -> None:
-    model = ScriptedChatModel([asks(("c1", "send_mail", {"to": "evil"}), ("c2", "send_mail", {"to": "ada"})), "ok"])
+    model = ScriptedChatModel(
+        [asks(("c1", "send_mail", {"to": "evil"}), ("c2", "send_mail", {"to": "ada"})), "ok"]
+    )
     client = ChatClient(model, default_advisors=[ToolCallingAdvisor(tool_guards=[evil_only])])
     assert (await run(client.prompt("mail").tools(send_mail), path)).text == "ok"
     assert RAN == ["send_mail ada"]
     assert tool_responses(model) == ["Error: blocked by guardrail evil_only: not to evil", "sent to ada"]
     # the assistant message keeps the model's calls
-    assert model.prompts[1].instructions[-2] == asks(("c1", "send_mail", {"to": "evil"}), ("c2", "send_mail", {"to": "ada"}))
+    assert model.prompts[1].instructions[-2] == asks(
+        ("c1", "send_mail", {"to": "evil"}), ("c2", "send_mail", {"to": "ada"})
+    )
 
 
 async def test_a_block_without_a_message_names_only_the_guard() -> None:
@@ -114,7 +118,9 @@ async def test_a_blocked_call_is_never_asked_of_an_approver(path: Path) -> None:
         asked.append(call)
         return True
 
-    model = ScriptedChatModel([asks(("c1", "wire_money", {"to": "evil"}), ("c2", "wire_money", {"to": "ada"})), "ok"])
+    model = ScriptedChatModel(
+        [asks(("c1", "wire_money", {"to": "evil"}), ("c2", "wire_money", {"to": "ada"})), "ok"]
+    )
     advisor = ToolCallingAdvisor(ToolCallingManager(approver=approver), tool_guards=[evil_only])
     client = ChatClient(model, default_advisors=[advisor])
     await run(client.prompt("pay").tools(wire_money), path)
@@ -124,7 +130,9 @@ async def test_a_blocked_call_is_never_asked_of_an_approver(path: Path) -> None:
 
 @pytest.mark.parametrize("path", PATHS)
 async def test_a_blocked_call_never_waits_for_approval(path: Path) -> None:
-    model = ScriptedChatModel([asks(("c1", "wire_money", {"to": "evil"}), ("c2", "send_mail", {"to": "ada"})), "ok"])
+    model = ScriptedChatModel(
+        [asks(("c1", "wire_money", {"to": "evil"}), ("c2", "send_mail", {"to": "ada"})), "ok"]
+    )
     client = ChatClient(model, tool_guards=[evil_only])
     answer = await run(client.prompt("pay").tools(wire_money, send_mail), path)
     assert answer.text == "ok"  # nothing waits: the only call needing approval was blocked
@@ -176,7 +184,9 @@ async def test_the_approvers_own_arguments_win_over_a_replacement() -> None:
 
 @pytest.mark.parametrize("path", PATHS)
 async def test_a_result_guard_redacts_or_withholds_before_the_model_sees_it(path: Path) -> None:
-    model = ScriptedChatModel([asks(("c1", "lookup", {"name": "Ada"}), ("c2", "lookup", {"name": "secret"})), "ok"])
+    model = ScriptedChatModel(
+        [asks(("c1", "lookup", {"name": "Ada"}), ("c2", "lookup", {"name": "secret"})), "ok"]
+    )
 
     def no_secret(text: str, context: GuardContext) -> GuardResult:
         return GuardResult(False) if text.startswith("secret") else GuardResult(True)
@@ -205,22 +215,39 @@ async def test_result_guards_never_see_a_block_or_a_denial() -> None:
         return False
 
     model = ScriptedChatModel(
-        [asks(("c1", "send_mail", {"to": "evil"}), ("c2", "wire_money", {"to": "ada"}), ("c3", "send_mail", {"to": "bob"})), "ok"]
+        [
+            asks(
+                ("c1", "send_mail", {"to": "evil"}),
+                ("c2", "wire_money", {"to": "ada"}),
+                ("c3", "send_mail", {"to": "bob"}),
+            ),
+            "ok",
+        ]
     )
     advisor = ToolCallingAdvisor(
         ToolCallingManager(approver=approver), tool_guards=[evil_only], tool_result_guards=[results]
     )
-    await ChatClient(model, default_advisors=[advisor]).prompt("q").tools(send_mail, wire_money).acall().content()
+    await (
+        ChatClient(model, default_advisors=[advisor])
+        .prompt("q")
+        .tools(send_mail, wire_money)
+        .acall()
+        .content()
+    )
     assert results.texts == ["sent to bob"]
     assert [c["tool_call_id"] for c in results.contexts] == ["c3"]
 
 
 @pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("inside", [False, True])
-async def test_memory_stores_the_checked_results_and_arguments_as_the_model_sent_them(path: Path, inside: bool) -> None:
+async def test_memory_stores_the_checked_results_and_arguments_as_the_model_sent_them(
+    path: Path, inside: bool
+) -> None:
     memory = MessageWindowChatMemory()
     model = ScriptedChatModel([asks(("c1", "lookup", {"name": "Ada"})), "done"])
-    advisors = [MessageChatMemoryAdvisor(memory, order=INSIDE)] if inside else [MessageChatMemoryAdvisor(memory)]
+    advisors = (
+        [MessageChatMemoryAdvisor(memory, order=INSIDE)] if inside else [MessageChatMemoryAdvisor(memory)]
+    )
     client = ChatClient(model, default_advisors=advisors, tool_result_guards=[pii_guard()])
     await run(client.prompt("who").tools(lookup), path)
     stored = memory.get("default")
@@ -251,7 +278,9 @@ async def test_guards_work_with_a_users_own_manager(path: Path) -> None:
     model = ScriptedChatModel(
         [asks(("c1", "send_mail", {"to": "evil"}), ("c2", "send_mail", {"to": "ada@example.com"})), "ok"]
     )
-    advisor = ToolCallingAdvisor(manager, tool_guards=[evil_only, pii_guard()], tool_result_guards=[keyword_guard(["sent"])])
+    advisor = ToolCallingAdvisor(
+        manager, tool_guards=[evil_only, pii_guard()], tool_result_guards=[keyword_guard(["sent"])]
+    )
     await run(ChatClient(model, default_advisors=[advisor]).prompt("q").tools(send_mail), path)
     assert manager.seen == [['{"to": "[EMAIL]"}']]  # the blocked call never reaches the manager
     assert tool_responses(model) == [
@@ -276,7 +305,12 @@ async def test_a_tool_guard_is_told_the_tool_the_call_the_conversation_and_the_a
     calls, results = Recorder(), Recorder()
     model = ScriptedChatModel([asks(("c1", "send_mail", {"to": "ada"})), "ok"])
     client = ChatClient(model, tool_guards=[calls], tool_result_guards=[results])
-    spec = client.prompt("q").tools(send_mail).param(ChatMemory.CONVERSATION_ID, "u1").param(AdvisorParams.ACTIVE_AGENT, "ops")
+    spec = (
+        client.prompt("q")
+        .tools(send_mail)
+        .param(ChatMemory.CONVERSATION_ID, "u1")
+        .param(AdvisorParams.ACTIVE_AGENT, "ops")
+    )
     await spec.acall().content()
     expected = {"conversation_id": "u1", "agent": "ops", "tool_name": "send_mail", "tool_call_id": "c1"}
     assert dict(calls.contexts[0]) == {"kind": "tool_call", **expected}
@@ -290,18 +324,24 @@ def test_the_context_keys_the_tools_layer_reads_are_the_public_ones() -> None:
 
 
 async def test_the_client_passes_its_guards_on_and_mutate_keeps_or_changes_them() -> None:
-    client = ChatClient(ScriptedChatModel([asks(("c1", "send_mail", {"to": "evil"})), "ok"]), tool_guards=[evil_only])
+    client = ChatClient(
+        ScriptedChatModel([asks(("c1", "send_mail", {"to": "evil"})), "ok"]), tool_guards=[evil_only]
+    )
     await client.prompt("q").tools(send_mail).acall().content()
     assert RAN == []
     same = client.mutate(default_system="x")
     assert same.tool_guards.calls == (evil_only,)
-    cleared = client.mutate(tool_guards=(), model=ScriptedChatModel([asks(("c1", "send_mail", {"to": "evil"})), "ok"]))
+    cleared = client.mutate(
+        tool_guards=(), model=ScriptedChatModel([asks(("c1", "send_mail", {"to": "evil"})), "ok"])
+    )
     await cleared.prompt("q").tools(send_mail).acall().content()
     assert RAN == ["send_mail evil"]
 
 
 async def test_client_guards_with_a_tool_loop_of_the_chains_own_are_an_error() -> None:
-    client = ChatClient(ScriptedChatModel(["x"]), default_advisors=[ToolCallingAdvisor()], tool_guards=[evil_only])
+    client = ChatClient(
+        ScriptedChatModel(["x"]), default_advisors=[ToolCallingAdvisor()], tool_guards=[evil_only]
+    )
     with pytest.raises(ChainConfigurationError, match="Tool Calling Advisor"):
         await client.prompt("q").acall().content()
 
