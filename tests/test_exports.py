@@ -23,6 +23,8 @@ FactCheckingEvaluator SelfRefineEvaluationAdvisor Case CaseResult EvaluatorTotal
 ExpectedAnswerEvaluator evaluate_cases aevaluate_cases
 RequestRetryAdvisor ContextCompactionAdvisor HistoryReplacement
 ModelPrice UsageLimits RunUsage
+GuardResult GuardContext GuardrailTripped GuardrailError InputGuardrailAdvisor OutputGuardrailAdvisor
+pii_guard keyword_guard llm_guard max_length_guard
 """
 
 # Names API.md places in each submodule.
@@ -59,7 +61,9 @@ _SECTIONS = {
     "Citation retrieval_tool VectorStoreError PostgresVectorStore",
     "advisorchain.errors": "AdvisorChainError ToolExecutionError ToolCallLimitExceeded MaxIterationsExceeded "
     "StructuredOutputValidationError ModelError ChainConfigurationError ContextLengthExceededError "
-    "EvaluationFailedError VectorStoreError UsageLimitExceeded",
+    "EvaluationFailedError VectorStoreError UsageLimitExceeded GuardrailTripped GuardrailError",
+    "advisorchain.guardrails": "GuardResult GuardContext GuardrailTripped GuardrailError InputGuardrailAdvisor "
+    "OutputGuardrailAdvisor pii_guard keyword_guard llm_guard max_length_guard",
     "advisorchain.client": "ChatClient ResponseEntity",
     "advisorchain.usage": "Usage ModelPrice UsageLimits RunUsage UsageLimitExceeded",
 }
@@ -179,3 +183,12 @@ def test_type_checkers_see_every_public_name_with_its_type(tmp_path: Path) -> No
     revealed = [line for line in out.splitlines() if "Revealed type" in line]
     assert len(revealed) == len(lines) - 1 - sum(len(n) for n in sections.values()), out + err
     assert not [line for line in revealed if line.endswith('"Any"')], out
+
+
+def test_the_guardrails_are_one_set_of_objects_at_the_top_level_and_in_their_package() -> None:
+    guardrails = importlib.import_module("advisorchain.guardrails")
+    assert list(guardrails.__all__) == sorted(guardrails.__all__)
+    assert all(getattr(guardrails, n) is getattr(advisorchain, n) for n in guardrails.__all__)
+    errors = importlib.import_module("advisorchain.errors")
+    assert guardrails.GuardrailTripped is errors.GuardrailTripped
+    assert guardrails.GuardrailError is errors.GuardrailError
