@@ -81,10 +81,10 @@ def _digits(text: str) -> str:
     return "".join(ch for ch in text if "0" <= ch <= "9")
 
 
-def _digit_runs(text: str, wanted: set[str]) -> Iterable[_Find]:
+def _digit_runs(text: str, wanted: set[str], a: int, b: int) -> Iterable[_Find]:
     """Cards (13-19 digits, spaces or dashes, valid Luhn) and phones (E.164: "+" and 8-15 digits;
     national: 8-12 digits) among the digit runs; a card-like run that fails Luhn is left alone."""
-    for m in _DIGIT_RUN.finditer(text):
+    for m in _DIGIT_RUN.finditer(text, a, b):
         run = m.group()
         digits = _digits(run)
         n = len(digits)
@@ -127,8 +127,8 @@ def _phone_end(run: str) -> int | None:
     return None
 
 
-def _ibans(text: str) -> Iterable[_Find]:
-    for m in _IBAN.finditer(text):
+def _ibans(text: str, a: int, b: int) -> Iterable[_Find]:
+    for m in _IBAN.finditer(text, a, b):
         run = m.group()
         end = len(run)
         # The pattern may take in a following word in capitals ("... 00 THEN"): try without it.
@@ -143,8 +143,8 @@ def _ibans(text: str) -> Iterable[_Find]:
             end = cut
 
 
-def _ipv6(text: str) -> Iterable[_Find]:
-    for m in _IPV6.finditer(text):
+def _ipv6(text: str, a: int, b: int) -> Iterable[_Find]:
+    for m in _IPV6.finditer(text, a, b):
         candidate = m.group()
         if candidate.count(":") < 2:
             continue
@@ -155,20 +155,63 @@ def _ipv6(text: str) -> Iterable[_Find]:
         yield _Find(m.start(), m.end(), "ip_address")
 
 
+def _emails(text: str) -> Iterable[_Find]:
+    """E-mail addresses, found from their "@" (a fast search; most text has none)."""
+    at = text.find("@")
+    end = 0
+    while at >= 0:
+        if at >= end:
+            start = at
+            while start > 0 and at - start < 64 and (text[start - 1].isalnum() or text[start - 1] in "_.%+-"):
+                start -= 1
+            m = _EMAIL.match(text, start)
+            if m is not None and m.end() > at:
+                end = m.end()
+                yield _Find(m.start(), m.end(), "email")
+        at = text.find("@", at + 1)
+
+
+_SEED = re.compile(r"[0-9:]")
+"""What every find but an e-mail address holds: an ASCII digit or a colon (IPv6)."""
+
+
+def _regions(text: str) -> list[tuple[int, int]]:
+    """The parts of ``text`` worth a closer look: around each digit or colon, from the safe cut
+    before it to the safe cut after it (no find spans a safe cut), merged."""
+    regions: list[tuple[int, int]] = []
+    for seed in _SEED.finditer(text):
+        at = seed.start()
+        if regions and at < regions[-1][1]:
+            continue
+        before = 0
+        for back in (256, 4096, len(text)):
+            cuts = [m.end() for m in _CUT.finditer(text, max(0, at - back), at)]
+            if cuts or back >= at:
+                before = cuts[-1] if cuts else 0
+                break
+        after = _CUT.search(text, at)
+        region = (before, after.end() if after is not None else len(text))
+        if regions and region[0] <= regions[-1][1]:
+            regions[-1] = (regions[-1][0], region[1])
+        else:
+            regions.append(region)
+    return regions
+
+
 def find_pii(text: str, kinds: Iterable[str] = PII_KINDS) -> list[tuple[int, int, str]]:
     """The personal data in ``text``: ``(start, end, kind)`` spans in text order, without overlaps."""
     wanted = set(kinds)
     finds: list[_Find] = []
-    if "email" in wanted and "@" in text:
-        finds.extend(_Find(m.start(), m.end(), "email") for m in _EMAIL.finditer(text))
-    if wanted & {"iban", "credit_card", "phone"}:
-        finds.extend(f for f in _ibans(text) if f.kind != "iban" or "iban" in wanted)
-    if wanted & {"credit_card", "phone"}:
-        finds.extend(_digit_runs(text, wanted))
-    if "ip_address" in wanted:
-        finds.extend(_Find(m.start(), m.end(), "ip_address") for m in _IPV4.finditer(text))
-        if "::" in text or text.count(":") >= 2:
-            finds.extend(_ipv6(text))
+    if "email" in wanted:
+        finds.extend(_emails(text))
+    for a, b in _regions(text) if wanted - {"email"} else ():
+        if wanted & {"iban", "credit_card", "phone"}:
+            finds.extend(f for f in _ibans(text, a, b) if f.kind != "iban" or "iban" in wanted)
+        if wanted & {"credit_card", "phone"}:
+            finds.extend(_digit_runs(text, wanted, a, b))
+        if "ip_address" in wanted:
+            finds.extend(_Find(m.start(), m.end(), "ip_address") for m in _IPV4.finditer(text, a, b))
+            finds.extend(_ipv6(text, a, b))
     finds.sort(key=lambda f: (f.start, _PRIORITY[f.kind], -f.end))
     kept: list[tuple[int, int, str]] = []
     for f in finds:

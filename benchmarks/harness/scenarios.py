@@ -6,8 +6,9 @@ stays stateless: the round of a conversation is the number of ``tool`` messages 
 * ``weather``: two parallel ``get_weather`` calls (Paris, London), then a final answer.
 * ``loop-N``: N sequential rounds of one ``get_weather`` call each, then a final answer.
 
-Options follow as ``+`` suffixes: ``+kK`` streams the final answer as K content deltas (default 20)
-and ``+latMS`` answers each request after MS milliseconds (default 0): ``weather+k200+lat50``.
+Options follow as ``+`` suffixes: ``+kK`` streams the final answer as K content deltas (default 20),
+``+latMS`` answers each request after MS milliseconds (default 0) and ``+sN`` ends a sentence every N
+deltas (``w9. `` instead of ``w9 ``; default none): ``weather+k200+lat50``, ``loop-0+k2000+s10``.
 Streamed tool calls split their arguments over several deltas. Every implementation under test must
 return exactly ``expected_text``.
 """
@@ -37,8 +38,11 @@ def tool_result(city: str) -> str:
     return f"{city}: sunny, 21C"
 
 
-def stream_chunk_text(index: int) -> str:
-    """The text of the ``index``-th content delta of a streamed final answer."""
+def stream_chunk_text(index: int, sentence_every: int = 0) -> str:
+    """The text of the ``index``-th content delta of a streamed final answer (every
+    ``sentence_every``-th one ends a sentence)."""
+    if sentence_every and (index + 1) % sentence_every == 0:
+        return f"w{index}. "
     return f"w{index} "
 
 
@@ -52,6 +56,7 @@ class Scenario:
     calls_per_round: int
     chunks: int = 20
     latency_ms: float = 0.0
+    sentence_every: int = 0
 
     @classmethod
     def parse(cls, model: str) -> Scenario:
@@ -69,8 +74,10 @@ class Scenario:
                 scenario = replace(scenario, chunks=int(option[1:]))
             elif option.startswith("lat") and option[3:].replace(".", "", 1).isdigit():
                 scenario = replace(scenario, latency_ms=float(option[3:]))
+            elif option.startswith("s") and option[1:].isdigit():
+                scenario = replace(scenario, sentence_every=int(option[1:]))
             else:
-                raise ValueError(f"unknown option {option!r} in scenario {model!r}; use +kK or +latMS")
+                raise ValueError(f"unknown option {option!r} in scenario {model!r}; use +kK, +latMS or +sN")
         return scenario
 
     @staticmethod
@@ -105,7 +112,7 @@ class Scenario:
         """The final answer an agent run returns (streamed: the joined content deltas)."""
         if not stream:
             return FINAL_TEXT
-        return "".join(stream_chunk_text(i) for i in range(self.chunks))
+        return "".join(stream_chunk_text(i, self.sentence_every) for i in range(self.chunks))
 
 
 def check_tool_messages(scenario: Scenario, messages: list[dict[str, Any]]) -> str | None:
@@ -177,16 +184,18 @@ def _tool_call_chunks(model: str, calls: list[tuple[str, str]]) -> list[dict[str
     return events
 
 
-def _text_chunks(model: str, chunks: int) -> list[dict[str, Any]]:
+def _text_chunks(model: str, chunks: int, sentence_every: int = 0) -> list[dict[str, Any]]:
     events = [_chunk(model, {"role": "assistant", "content": ""})]
-    events.extend(_chunk(model, {"content": stream_chunk_text(i)}) for i in range(chunks))
+    events.extend(_chunk(model, {"content": stream_chunk_text(i, sentence_every)}) for i in range(chunks))
     events.append(_chunk(model, {}, "stop"))
     return events
 
 
-def stream_events(model: str, calls: list[tuple[str, str]], chunks: int, usage: bool) -> list[bytes]:
+def stream_events(
+    model: str, calls: list[tuple[str, str]], chunks: int, usage: bool, sentence_every: int = 0
+) -> list[bytes]:
     """The server-sent events of a streamed completion, ``data: [DONE]`` included."""
-    events = _tool_call_chunks(model, calls) if calls else _text_chunks(model, chunks)
+    events = _tool_call_chunks(model, calls) if calls else _text_chunks(model, chunks, sentence_every)
     if usage:
         events.append(
             {**_BASE, "object": "chat.completion.chunk", "model": model, "choices": [], "usage": _USAGE}

@@ -113,7 +113,9 @@ class ScriptedServer:
     def _build(self, scenario: Scenario, done: int, stream: bool, usage: bool) -> bytes:
         calls = scenario.calls_for_round(done) if done < scenario.rounds else []
         if stream:
-            return _chunked_sse(stream_events(scenario.model, calls, scenario.chunks, usage))
+            return _chunked_sse(
+                stream_events(scenario.model, calls, scenario.chunks, usage, scenario.sentence_every)
+            )
         return _response(200, completion_body(scenario.model, calls))
 
     def _bad(self, message: str) -> bytes:
