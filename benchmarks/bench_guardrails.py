@@ -43,6 +43,7 @@ from advisorchain import (
 )
 from advisorchain.guardrails.pii import redact_pii
 
+SERVER = str(Path(__file__).resolve().parent / "harness" / "server.py")
 TTFC_RUNS = 7
 CHUNKS = 2_000
 SENTENCE_EVERY = 10
@@ -52,7 +53,7 @@ CPU_REPEATS = 5
 async def start_server() -> tuple[asyncio.subprocess.Process, str]:
     server = await asyncio.create_subprocess_exec(
         sys.executable,
-        str(Path(__file__).resolve().parent / "harness" / "server.py"),
+        SERVER,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.DEVNULL,
     )
@@ -168,7 +169,24 @@ async def sentence_release(base_url: str) -> dict[str, float]:
 
 def megabyte_of_text(seed: int = 1) -> str:
     rng = random.Random(seed)
-    words = "the quick brown fox jumps over a lazy dog while it rains in spring and summer".split()
+    words = [
+        "the",
+        "quick",
+        "brown",
+        "fox",
+        "jumps",
+        "over",
+        "a",
+        "lazy",
+        "dog",
+        "while",
+        "it",
+        "rains",
+        "in",
+        "spring",
+        "and",
+        "summer",
+    ]
     pii = [
         "ada@example.com",
         "+44 20 7946 0958",

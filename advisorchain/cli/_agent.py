@@ -8,7 +8,10 @@ import inspect
 from collections.abc import Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
+
+import click
 
 from .._streams import closing
 from ..chain.vocabulary import AdvisorParams
@@ -25,7 +28,9 @@ __all__ = [
     "MAX_MESSAGES",
     "Agent",
     "ModelChoice",
+    "GuardKit",
     "agent_client",
+    "guard_kit",
     "ask",
     "close_model",
     "describe_failure",
@@ -77,6 +82,7 @@ class Agent:
     repository: ChatMemoryRepository
     knowledge: Any = None
     limits: UsageLimits | None = None
+    guards: GuardKit | None = None
     memory: ChatMemory = field(init=False)
 
     def __post_init__(self) -> None:
@@ -108,7 +114,69 @@ class Agent:
             self.manager,
             self.knowledge,
             self.limits,
+            self.guards,
         )
+
+
+@dataclass(frozen=True)
+class GuardKit:
+    """The guardrails ``--guard`` and ``--guard-words`` ask for: guards on what is sent, on the
+    answer (released sentence by sentence) and on tool results. A trip ends the answer with the
+    guard's message (``on_trip="finish"``)."""
+
+    input: tuple[Any, ...] = ()
+    output: tuple[Any, ...] = ()
+    tool_results: tuple[Any, ...] = ()
+
+    def advisors(self) -> list[Any]:
+        """The guardrail advisors of the agent (none without guards)."""
+        from ..guardrails import InputGuardrailAdvisor, OutputGuardrailAdvisor
+
+        made: list[Any] = []
+        if self.input:
+            made.append(InputGuardrailAdvisor(*self.input, on_trip="finish"))
+        if self.output:
+            made.append(OutputGuardrailAdvisor(*self.output, on_trip="finish", release="sentence"))
+        return made
+
+
+def guard_kit(options: AgentOptions) -> GuardKit | None:
+    """The guardrails of ``options`` (None without any); an unreadable or empty words file is a
+    usage error naming it."""
+    if not options.guard and options.guard_words is None:
+        return None
+    from ..guardrails import keyword_guard, pii_guard
+
+    inputs: list[Any] = []
+    outputs: list[Any] = []
+    results: list[Any] = []
+    if "pii" in options.guard:
+        redact = pii_guard()
+        inputs.append(redact)
+        outputs.append(redact)
+        results.append(redact)
+    if "pii-block" in options.guard:
+        block = pii_guard(action="block")
+        inputs.append(block)
+        outputs.append(block)
+        results.append(block)
+    if options.guard_words is not None:
+        words = _guard_words(options.guard_words)
+        refuse = keyword_guard(words, message="I can't discuss that.")
+        inputs.append(refuse)
+        outputs.append(refuse)
+    return GuardKit(tuple(inputs), tuple(outputs), tuple(results))
+
+
+def _guard_words(path: str) -> list[str]:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise click.BadParameter(f"cannot read {path!r}: {exc}", param_hint="'--guard-words'") from exc
+    words = [line.strip() for line in text.splitlines() if line.strip() and not line.strip().startswith("#")]
+    if not words:
+        raise click.BadParameter(f"{path!r} holds no words (one a line)", param_hint="'--guard-words'")
+    return words
 
 
 def agent_client(
@@ -119,14 +187,21 @@ def agent_client(
     manager: Any,
     knowledge: Any = None,
     limits: UsageLimits | None = None,
+    guards: GuardKit | None = None,
 ) -> ChatClient:
     """The agent every command runs (chat, demo, eval, web): memory outside the tool loop (a
     cancelled or failed turn stores nothing), the tool loop with ``manager``, the tools, the system
-    text, ``knowledge`` (``--knowledge``: a QuestionAnswerAdvisor, inside memory, outside the loop) and
-    what each answer may spend (``--max-cost``, ``--max-requests``)."""
+    text, ``knowledge`` (``--knowledge``: a QuestionAnswerAdvisor, inside memory, outside the loop),
+    what each answer may spend (``--max-cost``, ``--max-requests``) and the guardrails (``--guard``,
+    ``--guard-words``)."""
     from ..advisors import MessageChatMemoryAdvisor, ToolCallingAdvisor
 
-    advisors: list[Any] = [MessageChatMemoryAdvisor(memory), ToolCallingAdvisor(manager)]
+    results = guards.tool_results if guards is not None else ()
+    advisors: list[Any] = [
+        MessageChatMemoryAdvisor(memory),
+        ToolCallingAdvisor(manager, tool_result_guards=results),
+        *(guards.advisors() if guards is not None else []),
+    ]
     return ChatClient(
         model,
         default_system=system,
@@ -154,7 +229,8 @@ async def open_agent(
     model = ModelChoice.build(options.model)
     knowledge = open_knowledge_advisor(options.knowledge, stack)
     manager = ToolCallingManager(approver=approver(display, options.approve_all, stdin_is_terminal(), read))
-    agent = Agent(model, options.system, [], manager, repository, knowledge, options.budget.limits())
+    guards = guard_kit(options)
+    agent = Agent(model, options.system, [], manager, repository, knowledge, options.budget.limits(), guards)
     stack.push_async_callback(agent.aclose)
     entered = [await stack.enter_async_context(server) for server in servers]
     agent.tools = [ShownTool(cb, display, capture=capture) for cb in tool_callbacks(*agent_tools, *entered)]

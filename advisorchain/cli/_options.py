@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_TIMEOUT",
+    "GUARD_CHOICES",
     "AgentOptions",
     "BudgetOptions",
     "ModelOptions",
@@ -36,6 +37,9 @@ __all__ = [
 
 F = TypeVar("F", bound=Callable[..., Any])
 _T = TypeVar("_T")
+
+GUARD_CHOICES = ("pii", "pii-block")
+"""The guardrails ``--guard`` names (``advisorchain.guardrails``)."""
 
 DEFAULT_TIMEOUT = 120.0
 """Seconds a server may stay silent (no byte of the answer) before a request is given up."""
@@ -69,7 +73,7 @@ class BudgetOptions:
 @dataclass(frozen=True)
 class AgentOptions:
     """The whole agent: its model, system message, tools, MCP servers, memory, approvals, the
-    knowledge base it answers from and its budget."""
+    knowledge base it answers from, its budget and its guardrails (``--guard``, ``--guard-words``)."""
 
     model: ModelOptions
     system: str | None
@@ -81,6 +85,8 @@ class AgentOptions:
     approve_all: bool
     knowledge: str | None = None
     budget: BudgetOptions = BudgetOptions()
+    guard: tuple[str, ...] = ()
+    guard_words: str | None = None
 
 
 def _model_flags(default: str | None, help: str) -> list[Callable[[Any], Any]]:
@@ -120,6 +126,21 @@ _AGENT_FLAGS: list[Callable[[Any], Any]] = [
         metavar="URL",
         help="Answer from a knowledge base built by 'advisorchain index': sqlite:///kb.db or "
         "postgresql://… (the sources cited are shown under the answer).",
+    ),
+    click.option(
+        "--guard",
+        "guard",
+        multiple=True,
+        type=click.Choice(GUARD_CHOICES),
+        help="A guardrail (repeatable): 'pii' redacts personal data in what you send, in the answer "
+        "(released sentence by sentence) and in tool results; 'pii-block' refuses it instead.",
+    ),
+    click.option(
+        "--guard-words",
+        "guard_words",
+        type=click.Path(exists=True, dir_okay=False),
+        metavar="FILE",
+        help="Refuse questions and answers holding one of these words (one a line, # comments).",
     ),
 ]
 

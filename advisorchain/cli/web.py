@@ -23,7 +23,15 @@ from ..client import ChatClient
 from ..memory import ChatMemoryRepository
 from ..model import ChatModel
 from ..usage import UsageLimits
-from ._agent import MAX_MESSAGES, ModelChoice, agent_client, close_model, open_knowledge_advisor
+from ._agent import (
+    MAX_MESSAGES,
+    GuardKit,
+    ModelChoice,
+    agent_client,
+    close_model,
+    guard_kit,
+    open_knowledge_advisor,
+)
 from ._options import AgentOptions, agent_options
 from ._sessions import open_store
 from ._setup import CliError, load_tools, mcp_servers
@@ -46,6 +54,7 @@ class WebSettings:
     approve_all: bool
     knowledge: str | None = None
     limits: UsageLimits | None = None
+    guards: GuardKit | None = None
 
 
 def _agent(settings: WebSettings, mcp_tools: list[object], knowledge: Any = None) -> ChatClient:
@@ -58,7 +67,9 @@ def _agent(settings: WebSettings, mcp_tools: list[object], knowledge: Any = None
     manager = ToolCallingManager(approver=(lambda call, context: True) if settings.approve_all else None)
     memory = MessageWindowChatMemory(settings.repository, max_messages=MAX_MESSAGES)
     tools = [*settings.tools, *mcp_tools]
-    return agent_client(settings.model, settings.system, tools, memory, manager, knowledge, settings.limits)
+    return agent_client(
+        settings.model, settings.system, tools, memory, manager, knowledge, settings.limits, settings.guards
+    )
 
 
 @click.command("web")
@@ -107,6 +118,7 @@ def web_command(agent: AgentOptions, host: str, port: int, debug: bool) -> int:
         agent.approve_all,
         agent.knowledge,
         agent.budget.limits(),
+        guard_kit(agent),
     )
     try:
         asyncio.run(_serve(settings, sock, host, debug))
