@@ -255,13 +255,14 @@ class _PiiGuard:
         self._last: tuple[str, str, tuple[str, ...]] = ("", "", ())
 
     def _scan(self, text: str) -> tuple[str, tuple[str, ...]]:
-        """``text`` redacted and the kinds found. What was scanned last time up to a safe cut is not
-        scanned again when ``text`` begins with it, or with its redacted form (an output guard in
-        sentence mode is asked about the released, redacted text followed by the new sentences)."""
+        """``text`` redacted (``text`` itself when nothing was found) and the kinds found. What was
+        scanned last time up to a safe cut is not scanned again when ``text`` begins with it, or with
+        its redacted form (an output guard in sentence mode is asked about the released, redacted
+        text followed by the new sentences)."""
         last_in, last_out, last_found = self._last
         if last_in and text.startswith(last_in):
             head_in, head_out, found = len(last_in), last_out, last_found
-        elif last_out and text.startswith(last_out):
+        elif last_out and last_out != last_in and text.startswith(last_out):
             head_in, head_out, found = len(last_out), last_out, ()  # redacted already: nothing in it
         else:
             head_in, head_out, found = 0, "", ()
@@ -271,7 +272,10 @@ class _PiiGuard:
         rest, found_rest = redact_pii(tail[cut:], self.kinds) if cut < len(tail) else ("", ())
         if cut:
             self._last = (text[: head_in + cut], head_out + first, found + found_first)
-        return head_out + first + rest, tuple(dict.fromkeys(found + found_first + found_rest))
+        found_all = tuple(dict.fromkeys(found + found_first + found_rest))
+        if not found_all:
+            return text, ()  # nothing found: the text as given (no copy, no comparison)
+        return head_out + first + rest, found_all
 
     async def __call__(self, text: str, context: GuardContext) -> GuardResult:
         if len(text) > _OFFLOAD_CHARS:
@@ -282,7 +286,7 @@ class _PiiGuard:
             return GuardResult(True)
         if self.action == "block":
             return GuardResult(False, f"the text holds personal data ({', '.join(found)})")
-        return GuardResult(True, replacement=out) if out != text else GuardResult(True)
+        return GuardResult(True, replacement=out)
 
     def __repr__(self) -> str:
         return f"pii_guard(kinds={self.kinds!r}, action={self.action!r})"
