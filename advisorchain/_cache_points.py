@@ -1,0 +1,84 @@
+"""Cache points (API.md §21): ``metadata["cache_point"]`` on a message, ``"5m"`` or ``"1h"``, says
+"the prompt up to and including this message is a cacheable prefix". One home for the key, the
+values, the check every adapter makes before a request, and the helpers that set and strip a mark.
+
+This module imports only ``messages``: the model layer, the adapters, memory and the advisors
+all use it."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Final, Literal, TypeVar
+
+from .messages import Message
+
+__all__ = [
+    "CACHE_POINT",
+    "CACHE_TTLS",
+    "CacheTtl",
+    "cache_point",
+    "check_cache_points",
+    "check_ttl",
+    "with_cache_point",
+    "without_cache_point",
+    "without_cache_points",
+]
+
+CACHE_POINT: Final = "cache_point"
+"""The metadata key of a cache point."""
+
+CacheTtl = Literal["5m", "1h"]
+"""The time a cache point's prefix lives: five minutes or one hour."""
+
+CACHE_TTLS: Final[tuple[str, str]] = ("5m", "1h")
+"""The values a cache point may have."""
+
+M = TypeVar("M", bound=Message)
+
+
+def check_ttl(value: object, what: str) -> None:
+    """Raise ValueError naming ``value`` (and ``what`` it is) unless it is ``"5m"`` or ``"1h"``."""
+    if not isinstance(value, str) or value not in CACHE_TTLS:
+        raise ValueError(f'{what} must be "5m" or "1h" (a cache point\'s time to live), got {value!r}')
+
+
+def cache_point(message: Message) -> str | None:
+    """The message's cache point (``"5m"``/``"1h"``), or None when it carries none. Not checked:
+    see ``check_cache_points``."""
+    value = message.metadata.get(CACHE_POINT)
+    return None if value is None else value  # type: ignore[no-any-return]
+
+
+def check_cache_points(messages: Sequence[Message]) -> None:
+    """Every adapter's check before a request: a cache point other than ``"5m"``/``"1h"`` raises a
+    ValueError naming the value and the message (its index in the prompt and its role)."""
+    for index, message in enumerate(messages):
+        metadata = message.metadata
+        if not metadata or CACHE_POINT not in metadata:
+            continue
+        value = metadata[CACHE_POINT]
+        if value is None or (isinstance(value, str) and value in CACHE_TTLS):
+            continue
+        check_ttl(value, f'metadata["cache_point"] of message {index} ({message.type.value})')
+
+
+def with_cache_point(message: M, ttl: str) -> M:
+    """``message`` marked with ``ttl`` (the same message when it already carries that mark)."""
+    if message.metadata.get(CACHE_POINT) == ttl:
+        return message
+    return dataclasses.replace(message, metadata={**message.metadata, CACHE_POINT: ttl})  # type: ignore[call-arg]
+
+
+def without_cache_point(message: M) -> M:
+    """``message`` without a cache point (the same message when it carries none); no other
+    metadata changes."""
+    if CACHE_POINT not in message.metadata:
+        return message
+    metadata = {k: v for k, v in message.metadata.items() if k != CACHE_POINT}
+    return dataclasses.replace(message, metadata=metadata)  # type: ignore[call-arg]
+
+
+def without_cache_points(messages: Sequence[M]) -> list[M]:
+    """``messages`` with their cache points taken off (unmarked messages are kept as they are)."""
+    return [without_cache_point(m) for m in messages]
