@@ -1,0 +1,415 @@
+"""PromptCacheAdvisor (API.md §21): marks where the stable prefix of each model call ends, names a
+cache for the providers that route by key, and reports who broke the cache.
+
+A tool loop re-sends a growing prompt every round. The advisor sits innermost (after memory,
+compaction and retrieval), so it sees the prompt as the model is sent it, and for each call it
+
+* marks the prompt's last system message and its last message with a cache point
+  (``metadata["cache_point"]`` = its ``ttl``), keeps the newest two marks a caller set on other
+  messages and takes the others off — Anthropic takes at most 4 (§8);
+* sets ``ChatOptions.cache_key`` (unless the caller gave one) to a SHA-256 digest of the
+  conversation id when the request names one, else of the system text and the tool names, so the
+  key is the same in every process and never shows the id itself;
+* compares the call's cache use with the previous call of the run (for a run's first call, the last
+  call it saw on that conversation): when the cached share of the prompt fell although the prompt
+  grew, the model span gets a ``cache_miss`` event naming the first message that differs from the
+  previous prompt and the outermost advisor whose own hop changed the prompt at or before it;
+* puts a ``CacheReport`` of the call in the response context under ``AdvisorParams.CACHE_REPORT``
+  (on the stream path in the context of the chunk that carries the call's usage, or of one
+  trailing context-only chunk when the model reported none).
+
+The event is made inside the model span: the advisor hands the rest of the chain its model behind
+a thin wrapper (``_ReportingModel``) that reads each answer's usage there.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, Final
+
+from .. import observability as obs
+from .._cache_points import CACHE_POINT, CacheTtl, check_ttl, with_cache_point, without_cache_point
+from ..memory.api import conversation_id_of
+from ..messages import Message, SystemMessage
+from ..model import ChatClientRequest, ChatClientResponse, ChatModel, ChatOptions, ChatResponse, Prompt, Usage
+from .chain import CallAdvisorChain, StreamAdvisorChain, rebased
+from .chain import _model_prompt as model_prompt
+from .vocabulary import AdvisorParams, Ordered, check_order
+
+__all__ = ["CacheReport", "PromptCacheAdvisor"]
+
+_PREVIOUS: Final = "advisorchain.prompt_cache.previous"
+"""Context key: the previous model call of this run (``_Call``), for the tool loop's next round."""
+
+_EVENT: Final = "cache_miss"
+_ATTR: Final = "advisorchain.cache."
+_USER_MARKS_KEPT: Final = 2
+_CONVERSATIONS_KEPT: Final = 1024
+_KEYS_KEPT: Final = 256
+
+
+@dataclass(frozen=True, slots=True)
+class CacheReport:
+    """The prompt cache use of a run's last model call (``AdvisorParams.CACHE_REPORT``).
+
+    ``read_tokens`` / ``write_tokens``: the prompt tokens the provider read from / wrote to its cache
+    (0 when it reported none); ``prompt_tokens``: the call's whole prompt (cached tokens included).
+    ``changed_by`` and ``changed_index`` are those of a ``cache_miss`` on that call — the advisor
+    responsible and the index of the first message that changed — else None."""
+
+    read_tokens: int
+    write_tokens: int
+    prompt_tokens: int
+    changed_by: str | None = None
+    changed_index: int | None = None
+
+    @property
+    def cached_share(self) -> float:
+        """``read_tokens / prompt_tokens`` (0.0 for an empty or unreported prompt)."""
+        return self.read_tokens / self.prompt_tokens if self.prompt_tokens else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class _Call:
+    """A model call as the advisor remembers it: the messages sent and the usage reported."""
+
+    messages: Sequence[Message]
+    usage: Usage | None
+
+
+class PromptCacheAdvisor:
+    """Marks the cacheable prefix of every model call, sets a stable cache key, and reports cache
+    misses with the advisor that caused them (see the module docstring and API.md §21).
+
+    ``ttl`` is the time to live of its marks: ``"5m"`` (default) or ``"1h"``; any other value is a
+    ValueError. Give it to a ChatClient like any advisor; its default order puts it inside the tool
+    loop, after memory, compaction and retrieval::
+
+        client = ChatClient(model, default_advisors=[PromptCacheAdvisor()])
+
+    With it in the chain, a ``ContextCompactionAdvisor`` sends its summary request as the
+    conversation's own prefix, so the summary reads the cache (§14, §21)."""
+
+    DEFAULT_ORDER: ClassVar[int] = Ordered.LOWEST_PRECEDENCE - 100
+    """Innermost but for the model link: it sees the prompt as the model is sent it."""
+
+    records_hops: ClassVar[bool] = True
+    """Asks the run to record each advisor's request, so a cache miss can name who changed the prompt."""
+
+    def __init__(self, *, ttl: CacheTtl = "5m", order: int = DEFAULT_ORDER) -> None:
+        check_ttl(ttl, "PromptCacheAdvisor(ttl=...)")
+        self.ttl: CacheTtl = ttl
+        self.order = check_order(order, inside=True)
+        self._conversations: OrderedDict[str, _Call] = OrderedDict()
+        self._keys: dict[tuple[str | None, object], tuple[object, str]] = {}
+
+    @property
+    def name(self) -> str:
+        """``"Prompt Cache Advisor"``."""
+        return "Prompt Cache Advisor"
+
+    def __repr__(self) -> str:
+        return f"PromptCacheAdvisor(ttl={self.ttl!r}, order={self.order})"
+
+    # -- marking -------------------------------------------------------------------------------
+
+    def prepare(self, request: ChatClientRequest) -> ChatClientRequest:
+        """``request`` as this advisor passes it on: its last system message and its last message
+        marked with ``ttl``, at most the newest two of the caller's other marks kept, and
+        ``cache_key`` set (unless given). No message's text or other metadata changes."""
+        prompt = request.prompt
+        messages = self.mark(prompt.instructions)
+        options = self._with_key(prompt.options, messages, request.context)
+        if messages is prompt.instructions and options is prompt.options:
+            return request
+        return request.copy(prompt=Prompt(messages, options))
+
+    def mark(self, messages: Sequence[Message]) -> Sequence[Message]:
+        """``messages`` marked as this advisor marks a call (the same sequence when nothing changes)."""
+        count = len(messages)
+        if not count:
+            return messages
+        ttl = self.ttl
+        last = count - 1
+        system = -1
+        for i in range(last, -1, -1):
+            if type(messages[i]) is SystemMessage or isinstance(messages[i], SystemMessage):
+                system = i
+                break
+        users = [
+            i
+            for i, m in enumerate(messages)
+            if m.metadata and CACHE_POINT in m.metadata and i != last and i != system
+        ]
+        strip = users[:-_USER_MARKS_KEPT] if len(users) > _USER_MARKS_KEPT else ()
+        changed: list[Message] | None = None
+        for i in (system, last):
+            if i < 0:
+                continue
+            message = messages[i]
+            if message.metadata.get(CACHE_POINT) != ttl:
+                if changed is None:
+                    changed = list(messages)
+                changed[i] = with_cache_point(message, ttl)
+        for i in strip:
+            if changed is None:
+                changed = list(messages)
+            changed[i] = without_cache_point(messages[i])
+        return messages if changed is None else tuple(changed)
+
+    def cache_key(self, messages: Sequence[Message], options: ChatOptions | None, context: Mapping[str, Any]) -> str:
+        """The key this advisor gives a call: a digest of the conversation id when ``context`` names
+        one, else of the last system text and the tool names, in order."""
+        conversation = conversation_id_of(context)
+        if conversation is not None:
+            cached = self._keys.get((conversation, None))
+            if cached is not None:
+                return cached[1]
+            key = _digest("conversation", conversation)
+            self._remember_key((conversation, None), None, key)
+            return key
+        system = None
+        for m in reversed(messages):
+            if isinstance(m, SystemMessage):
+                system = m.text
+                break
+        registry = options.tool_registry if options is not None else None
+        found = self._keys.get((system, id(registry)))
+        if found is not None and found[0] is registry:
+            return found[1]
+        names = [d.name for d in registry.definitions] if registry is not None else []
+        key = _digest("prompt", system or "", *names)
+        self._remember_key((system, id(registry)), registry, key)
+        return key
+
+    def _remember_key(self, where: tuple[str | None, object], registry: object, key: str) -> None:
+        if len(self._keys) >= _KEYS_KEPT:
+            self._keys.clear()
+        self._keys[where] = (registry, key)
+
+    def _with_key(
+        self, options: ChatOptions | None, messages: Sequence[Message], context: Mapping[str, Any]
+    ) -> ChatOptions | None:
+        if options is not None and options.cache_key is not None:
+            return options
+        key = self.cache_key(messages, options, context)
+        if options is None:
+            return ChatOptions(cache_key=key)
+        # A field-for-field copy: ChatOptions.copy would build the tool registry again every call.
+        copied = object.__new__(ChatOptions)
+        for name in ChatOptions.__slots__:
+            object.__setattr__(copied, name, getattr(options, name))
+        object.__setattr__(copied, "cache_key", key)
+        return copied
+
+    # -- the two paths -------------------------------------------------------------------------
+
+    async def advise_call(self, request: ChatClientRequest, chain: CallAdvisorChain) -> ChatClientResponse:
+        """Mark the call, send it on, and put the call's ``CacheReport`` in the response context."""
+        sent = self.prepare(request)
+        watch = _Watch(self, request, self._previous(request))
+        inner = rebased(chain, chain.copy(self).call_advisors, _ReportingModel(chain.model, watch))
+        response = await inner.next_call(sent)
+        return response.copy(context=self._context(response.context, watch))
+
+    async def advise_stream(
+        self, request: ChatClientRequest, chain: StreamAdvisorChain
+    ) -> AsyncIterator[ChatClientResponse]:
+        """As ``advise_call``; the report rides on the chunk that carries the call's usage (else on
+        one trailing context-only chunk)."""
+        sent = self.prepare(request)
+        watch = _Watch(self, request, self._previous(request))
+        inner = rebased(chain, chain.copy(self).stream_advisors, _ReportingModel(chain.model, watch))
+        stream = inner.next_stream(sent)
+        last_context: Mapping[str, Any] | None = None
+        delivered = False
+        try:
+            async for chunk in stream:
+                last_context = chunk.context
+                if watch.report is not None and not delivered:
+                    delivered = True
+                    yield chunk.copy(context=self._context(chunk.context, watch))
+                else:
+                    yield chunk
+        finally:
+            await stream.aclose()  # type: ignore[attr-defined]
+        if not delivered:
+            watch.finish(None, None)
+            yield ChatClientResponse(None, self._context(last_context or request.context, watch))
+
+    # -- what the previous call was ------------------------------------------------------------
+
+    def _previous(self, request: ChatClientRequest) -> _Call | None:
+        in_run = request.context.get(_PREVIOUS)
+        if isinstance(in_run, _Call):
+            return in_run
+        conversation = conversation_id_of(request.context)
+        if conversation is None:
+            return None
+        return self._conversations.get(conversation)
+
+    def _context(self, base: Mapping[str, Any], watch: _Watch) -> dict[str, Any]:
+        report = watch.report or CacheReport(0, 0, 0)
+        context = {**base, AdvisorParams.CACHE_REPORT: report}
+        if watch.call is not None:
+            context[_PREVIOUS] = watch.call
+            conversation = conversation_id_of(watch.request.context)
+            if conversation is not None:
+                self._conversations[conversation] = watch.call
+                self._conversations.move_to_end(conversation)
+                while len(self._conversations) > _CONVERSATIONS_KEPT:
+                    self._conversations.popitem(last=False)
+        return context
+
+
+class _Watch:
+    """One call's watch: what was sent before it, and — once the answer's usage came — its report."""
+
+    __slots__ = ("advisor", "call", "previous", "report", "request")
+
+    def __init__(self, advisor: PromptCacheAdvisor, request: ChatClientRequest, previous: _Call | None) -> None:
+        self.advisor, self.request, self.previous = advisor, request, previous
+        self.report: CacheReport | None = None
+        self.call: _Call | None = None
+
+    def finish(self, prompt: Prompt | None, usage: Usage | None) -> None:
+        """Make the call's report (inside the model span: a miss becomes its event)."""
+        if self.report is not None:
+            return
+        messages = prompt.instructions if prompt is not None else ()
+        if usage is None:
+            self.report = CacheReport(0, 0, 0)
+            if prompt is not None:
+                self.call = _Call(messages, None)
+            return
+        read, write, total = usage.cache_read_tokens, usage.cache_write_tokens, usage.prompt_tokens
+        previous = self.previous
+        changed_by: str | None = None
+        changed_index: int | None = None
+        if previous is not None and previous.usage is not None and _is_miss(previous.usage, usage):
+            changed_index = first_difference(previous.messages, messages)
+            if changed_index is not None:
+                changed_by = responsible(self.request, changed_index, messages)
+            _event(changed_index, messages, changed_by)
+        self.report = CacheReport(read, write, total, changed_by, changed_index)
+        self.call = _Call(messages, usage)
+
+
+class _ReportingModel:
+    """The chain's model behind a thin wrapper that makes the call's report when its usage comes,
+    while the model span is still open. Every other attribute is the model's own."""
+
+    def __init__(self, model: ChatModel, watch: _Watch) -> None:
+        self._model = model
+        self._watch = watch
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._model, name)
+
+    async def call(self, prompt: Prompt) -> ChatResponse:
+        response = await self._model.call(prompt)
+        if isinstance(response, ChatResponse):
+            self._watch.finish(prompt, response.metadata.usage)
+        return response
+
+    async def stream(self, prompt: Prompt) -> AsyncIterator[ChatResponse]:
+        watch = self._watch
+        source = self._model.stream(prompt)
+        try:
+            async for chunk in source:
+                usage = chunk.metadata.usage if isinstance(chunk, ChatResponse) else None
+                if usage is not None:
+                    watch.report = None  # a later usage report supersedes an earlier one
+                    watch.finish(prompt, usage)
+                yield chunk
+            if watch.report is None:
+                watch.finish(prompt, None)
+        finally:
+            aclose = getattr(source, "aclose", None)
+            if aclose is not None:
+                await aclose()
+
+
+# -- the report ------------------------------------------------------------------------------------
+
+
+def _is_miss(before: Usage, now: Usage) -> bool:
+    """The cached share fell although the prompt grew."""
+    if now.prompt_tokens <= before.prompt_tokens:
+        return False
+    share_before = before.cache_read_tokens / before.prompt_tokens if before.prompt_tokens else 0.0
+    return now.cache_read_tokens / now.prompt_tokens < share_before
+
+
+def _same(a: Message, b: Message) -> bool:
+    return a is b or without_cache_point(a) == without_cache_point(b)
+
+
+def first_difference(before: Sequence[Message], now: Sequence[Message]) -> int | None:
+    """The index of the first message of ``now`` that differs from ``before`` (cache points left
+    out); None when ``now`` begins with the whole of ``before``."""
+    for i, old in enumerate(before):
+        if i >= len(now) or not _same(old, now[i]):
+            return i
+    return None
+
+
+def hop_changes(received: Sequence[Message], passed_on: Sequence[Message]) -> int | None:
+    """The first index at which a hop changed the prompt — the message at that index of what it
+    passed on differs from the one it received, or is missing — or None (appending is no change)."""
+    for i, old in enumerate(received):
+        if i >= len(passed_on) or not _same(old, passed_on[i]):
+            return i
+    return None
+
+
+def responsible(request: ChatClientRequest, index: int, sent: Sequence[Message]) -> str | None:
+    """The name of the outermost advisor whose own hop changed the prompt at or before ``index``
+    (the run's recorded hops; None when none did, or the run records none)."""
+    hops = _hop_requests()
+    if not hops:
+        return None
+    prompts = [model_prompt(r).instructions for _, r in hops]
+    for k, (advisor, _) in enumerate(hops):
+        out = prompts[k + 1] if k + 1 < len(prompts) else sent
+        changed = hop_changes(prompts[k], out)
+        if changed is not None and changed <= index:
+            return str(getattr(advisor, "name", type(advisor).__name__))
+    return None
+
+
+def _hop_requests() -> tuple[tuple[object, ChatClientRequest], ...]:
+    """The hops of the current run (``Run.hop_requests``), or none when the kernel records none."""
+    try:
+        from ..chain import current_run  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        return ()
+    run = current_run()
+    if run is None:
+        return ()
+    return tuple(run.hop_requests())
+
+
+def _event(index: int | None, messages: Sequence[Message], changed_by: str | None) -> None:
+    span = obs.current_span()
+    if span is None:
+        return
+    attributes: dict[str, Any] = {}
+    if index is not None:
+        attributes[_ATTR + "index"] = index
+        if index < len(messages):
+            attributes[_ATTR + "role"] = messages[index].type.value
+        if changed_by is not None:
+            attributes[_ATTR + "changed_by"] = changed_by
+    span.add_event(_EVENT, attributes)
+
+
+def _digest(kind: str, *parts: str) -> str:
+    hasher = hashlib.sha256(kind.encode())
+    for part in parts:
+        hasher.update(b"\0")
+        hasher.update(part.encode("utf-8", "surrogatepass"))
+    return "advisorchain-" + hasher.hexdigest()[:32]
