@@ -47,7 +47,7 @@ def cache_point(message: Message) -> str | None:
     """The message's cache point (``"5m"``/``"1h"``), or None when it carries none. Not checked:
     see ``check_cache_points``."""
     value = message.metadata.get(CACHE_POINT)
-    return None if value is None else value  # type: ignore[no-any-return]
+    return None if value is None else value
 
 
 def check_cache_points(messages: Sequence[Message]) -> None:
@@ -67,7 +67,7 @@ def with_cache_point(message: M, ttl: str) -> M:
     """``message`` marked with ``ttl`` (the same message when it already carries that mark)."""
     if message.metadata.get(CACHE_POINT) == ttl:
         return message
-    return dataclasses.replace(message, metadata={**message.metadata, CACHE_POINT: ttl})  # type: ignore[call-arg]
+    return dataclasses.replace(message, metadata={**message.metadata, CACHE_POINT: ttl})
 
 
 def without_cache_point(message: M) -> M:
@@ -76,7 +76,7 @@ def without_cache_point(message: M) -> M:
     if CACHE_POINT not in message.metadata:
         return message
     metadata = {k: v for k, v in message.metadata.items() if k != CACHE_POINT}
-    return dataclasses.replace(message, metadata=metadata)  # type: ignore[call-arg]
+    return dataclasses.replace(message, metadata=metadata)
 
 
 def without_cache_points(messages: Sequence[M]) -> list[M]:

@@ -291,7 +291,8 @@ class RunMeter:
             return rates.prompt_cost(estimate)
         current = prompt.instructions
         if len(current) < len(previous) or not all(
-            a is b or without_cache_point(a) == without_cache_point(b) for a, b in zip(previous, current)
+            a is b or without_cache_point(a) == without_cache_point(b)
+            for a, b in zip(previous, current, strict=False)
         ):
             return rates.prompt_cost(estimate)
         rin, _, read_rate, _ = rates.for_prompt(estimate)

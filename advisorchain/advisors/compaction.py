@@ -331,7 +331,9 @@ class ContextCompactionAdvisor:
             aligned = cache.prepare(request.copy(prompt=request.prompt.copy(instructions=prefix)))
             ask = UserMessage(instruction + self.ALIGNED_INSTRUCTION_SUFFIX)
             options = aligned.prompt.options
-            prompt = Prompt((*aligned.prompt.instructions, ask), options.copy(output_schema=None) if options else None)
+            prompt = Prompt(
+                (*aligned.prompt.instructions, ask), options.copy(output_schema=None) if options else None
+            )
             context = {k: v for k, v in request.context.items() if k != AdvisorParams.OUTPUT_FORMAT}
             chat = (await own_model_chain(chain).next_call(ChatClientRequest(prompt, context))).chat_response
             usage = chat.metadata.usage if chat is not None else None

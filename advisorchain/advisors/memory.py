@@ -419,7 +419,9 @@ async def _rewrite(
 
     # Memory never stores a cache point (API.md §21): found and stored without them.
     replacements = [
-        HistoryReplacement(tuple(without_cache_points(r.replaced)), tuple(without_cache_points(r.replacement)))
+        HistoryReplacement(
+            tuple(without_cache_points(r.replaced)), tuple(without_cache_points(r.replacement))
+        )
         for r in replacements
     ]
     messages = without_cache_points(messages)

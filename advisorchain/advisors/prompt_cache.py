@@ -160,7 +160,9 @@ class PromptCacheAdvisor:
             changed[i] = without_cache_point(messages[i])
         return messages if changed is None else tuple(changed)
 
-    def cache_key(self, messages: Sequence[Message], options: ChatOptions | None, context: Mapping[str, Any]) -> str:
+    def cache_key(
+        self, messages: Sequence[Message], options: ChatOptions | None, context: Mapping[str, Any]
+    ) -> str:
         """The key this advisor gives a call: a digest of the conversation id when ``context`` names
         one, else of the last system text and the tool names, in order."""
         conversation = conversation_id_of(context)
@@ -270,7 +272,9 @@ class _Watch:
 
     __slots__ = ("advisor", "call", "previous", "report", "request")
 
-    def __init__(self, advisor: PromptCacheAdvisor, request: ChatClientRequest, previous: _Call | None) -> None:
+    def __init__(
+        self, advisor: PromptCacheAdvisor, request: ChatClientRequest, previous: _Call | None
+    ) -> None:
         self.advisor, self.request, self.previous = advisor, request, previous
         self.report: CacheReport | None = None
         self.call: _Call | None = None

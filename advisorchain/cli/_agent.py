@@ -161,7 +161,9 @@ async def open_agent(
     model = ModelChoice.build(options.model)
     knowledge = open_knowledge_advisor(options.knowledge, stack)
     manager = ToolCallingManager(approver=approver(display, options.approve_all, stdin_is_terminal(), read))
-    agent = Agent(model, options.system, [], manager, repository, knowledge, options.budget.limits(), options.cache)
+    agent = Agent(
+        model, options.system, [], manager, repository, knowledge, options.budget.limits(), options.cache
+    )
     stack.push_async_callback(agent.aclose)
     entered = [await stack.enter_async_context(server) for server in servers]
     agent.tools = [ShownTool(cb, display, capture=capture) for cb in tool_callbacks(*agent_tools, *entered)]

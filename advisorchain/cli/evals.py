@@ -265,5 +265,7 @@ class _Run:
             entered = [await stack.enter_async_context(server) for server in self.servers]
             knowledge = open_knowledge_advisor(self.knowledge, stack)
             tools = [*self.tools, *entered]
-            agent = _agent(self.model, self.system, tools, self.approve_all, knowledge, self.limits, self.cache)
+            agent = _agent(
+                self.model, self.system, tools, self.approve_all, knowledge, self.limits, self.cache
+            )
             return await aevaluate_cases(agent, cases, evaluators, concurrency=concurrency, progress=True)

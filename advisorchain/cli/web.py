@@ -60,7 +60,14 @@ def _agent(settings: WebSettings, mcp_tools: list[object], knowledge: Any = None
     memory = MessageWindowChatMemory(settings.repository, max_messages=MAX_MESSAGES)
     tools = [*settings.tools, *mcp_tools]
     return agent_client(
-        settings.model, settings.system, tools, memory, manager, knowledge, settings.limits, cache=settings.cache
+        settings.model,
+        settings.system,
+        tools,
+        memory,
+        manager,
+        knowledge,
+        settings.limits,
+        cache=settings.cache,
     )
 
 

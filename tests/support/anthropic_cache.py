@@ -146,7 +146,9 @@ class CacheEmulator:
                     "usage": usage,
                 },
             )
-        return sse_reply(_events(block, stop, usage, self.model, len(self.usages)), done=False, event_names=True)
+        return sse_reply(
+            _events(block, stop, usage, self.model, len(self.usages)), done=False, event_names=True
+        )
 
 
 def _events(
@@ -170,7 +172,11 @@ def _events(
     if block["type"] == "text":
         events += [
             {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
-            {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": block["text"]}},
+            {
+                "type": "content_block_delta",
+                "index": 0,
+                "delta": {"type": "text_delta", "text": block["text"]},
+            },
         ]
     else:
         events += [
@@ -183,7 +189,11 @@ def _events(
         ]
     events += [
         {"type": "content_block_stop", "index": 0},
-        {"type": "message_delta", "delta": {"stop_reason": stop}, "usage": {"output_tokens": usage["output_tokens"]}},
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": stop},
+            "usage": {"output_tokens": usage["output_tokens"]},
+        },
         {"type": "message_stop"},
     ]
     return events
