@@ -14,7 +14,7 @@ import pytest
 pytest.importorskip("openai", reason="the openai extra is not installed")
 pytest.importorskip("anthropic", reason="the anthropic extra is not installed")
 
-from advisorchain import (  # noqa: E402
+from advisorchain import (
     AssistantMessage,
     ChatClientMessageAggregator,
     ChatOptions,
@@ -26,12 +26,12 @@ from advisorchain import (  # noqa: E402
     ToolResponseMessage,
     UserMessage,
 )
-from advisorchain.models.anthropic import AnthropicChatModel  # noqa: E402
-from advisorchain.models.openai import OpenAIChatModel, OpenAIResponsesChatModel  # noqa: E402
-from advisorchain.replay import Cassette, replay_anthropic_client, replay_openai_client  # noqa: E402
-from tests.support.anthropic_cache import CacheEmulator  # noqa: E402
-from tests.support.openai_server import ScriptedServer, json_reply, running_server  # noqa: E402
-from tests.support.payloads import openai_completion  # noqa: E402
+from advisorchain.models.anthropic import AnthropicChatModel
+from advisorchain.models.openai import OpenAIChatModel, OpenAIResponsesChatModel
+from advisorchain.replay import Cassette, replay_anthropic_client, replay_openai_client
+from tests.support.anthropic_cache import CacheEmulator
+from tests.support.openai_server import ScriptedServer, json_reply, running_server
+from tests.support.payloads import openai_completion
 
 REPO = Path(__file__).resolve().parents[2]
 EPHEMERAL = {"type": "ephemeral"}
