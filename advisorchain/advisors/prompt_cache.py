@@ -227,18 +227,18 @@ class PromptCacheAdvisor:
         inner = rebased(chain, chain.copy(self).stream_advisors, _ReportingModel(chain.model, watch))
         stream = inner.next_stream(sent)
         last_context: Mapping[str, Any] | None = None
-        delivered = False
+        delivered: CacheReport | None = None
         try:
             async for chunk in stream:
                 last_context = chunk.context
-                if watch.report is not None and not delivered:
-                    delivered = True
+                if watch.report is not None and watch.report is not delivered:
+                    delivered = watch.report
                     yield chunk.copy(context=self._context(chunk.context, watch))
                 else:
                     yield chunk
         finally:
             await stream.aclose()  # type: ignore[attr-defined]
-        if not delivered:
+        if delivered is None:
             watch.finish(None, None)
             yield ChatClientResponse(None, self._context(last_context or request.context, watch))
 
@@ -324,10 +324,13 @@ class _ReportingModel:
         source = self._model.stream(prompt)
         try:
             async for chunk in source:
-                usage = chunk.metadata.usage if isinstance(chunk, ChatResponse) else None
-                if usage is not None:
-                    watch.report = None  # a later usage report supersedes an earlier one
-                    watch.finish(prompt, usage)
+                if isinstance(chunk, ChatResponse):
+                    meta = chunk.metadata
+                    if meta.usage is not None:
+                        watch.report = None  # a later usage report supersedes an earlier one
+                        watch.finish(prompt, meta.usage)
+                    elif watch.report is None and chunk.finish_reason is not None:
+                        watch.finish(prompt, None)  # the answer's end; usage may still follow
                 yield chunk
             if watch.report is None:
                 watch.finish(prompt, None)
