@@ -78,6 +78,15 @@ class _Call:
 
     messages: Sequence[Message]
     usage: Usage | None
+    options: ChatOptions | None = None
+
+
+def tools_of(options: ChatOptions | None) -> tuple[object, ...]:
+    """What of a call's options comes before its messages in a provider's cached prefix: the tool
+    definitions, in order, and the tool choice."""
+    if options is None:
+        return ((), None)
+    return (tuple(options.tool_registry.definitions), options.extra.get("tool_choice"))
 
 
 class PromptCacheAdvisor:
@@ -287,19 +296,23 @@ class _Watch:
         if usage is None:
             self.report = CacheReport(0, 0, 0)
             if prompt is not None:
-                self.call = _Call(messages, None)
+                self.call = _Call(messages, None, prompt.options)
             return
         read, write, total = usage.cache_read_tokens, usage.cache_write_tokens, usage.prompt_tokens
         previous = self.previous
         changed_by: str | None = None
         changed_index: int | None = None
+        options = prompt.options if prompt is not None else None
         if previous is not None and previous.usage is not None and _is_miss(previous.usage, usage):
-            changed_index = first_difference(previous.messages, messages)
+            # The tool definitions and tool choice come before every message in the cached prefix:
+            # a change there is a change at the first message.
+            tools = tools_of(previous.options) != tools_of(options)
+            changed_index = 0 if tools and messages else first_difference(previous.messages, messages)
             if changed_index is not None:
-                changed_by = responsible(self.request, changed_index, messages)
-            _event(changed_index, messages, changed_by)
+                changed_by = responsible(self.request, changed_index, messages, options)
+            _event(changed_index, messages, changed_by, tools=tools)
         self.report = CacheReport(read, write, total, changed_by, changed_index)
-        self.call = _Call(messages, usage)
+        self.call = _Call(messages, usage, options)
 
 
 class _ReportingModel:
@@ -373,16 +386,23 @@ def hop_changes(received: Sequence[Message], passed_on: Sequence[Message]) -> in
     return None
 
 
-def responsible(request: ChatClientRequest, index: int, sent: Sequence[Message]) -> str | None:
+def responsible(
+    request: ChatClientRequest, index: int, sent: Sequence[Message], options: ChatOptions | None = None
+) -> str | None:
     """The name of the outermost advisor whose own hop changed the prompt at or before ``index``
-    (the run's recorded hops; None when none did, or the run records none)."""
+    (the run's recorded hops; None when none did, or the run records none). A hop that changed the
+    tool definitions or the tool choice changed it before the first message."""
     hops = _hop_requests()
     if not hops:
         return None
-    prompts = [model_prompt(r).instructions for _, r in hops]
+    prompts = [model_prompt(r) for _, r in hops]
     for k, (advisor, _) in enumerate(hops):
-        out = prompts[k + 1] if k + 1 < len(prompts) else sent
-        changed = hop_changes(prompts[k], out)
+        received = prompts[k]
+        out_messages = prompts[k + 1].instructions if k + 1 < len(prompts) else sent
+        out_options = prompts[k + 1].options if k + 1 < len(prompts) else options
+        changed = hop_changes(received.instructions, out_messages)
+        if tools_of(received.options) != tools_of(out_options):
+            changed = 0
         if changed is not None and changed <= index:
             return str(getattr(advisor, "name", type(advisor).__name__))
     return None
@@ -400,11 +420,11 @@ def _hop_requests() -> tuple[tuple[object, ChatClientRequest], ...]:
     return tuple(run.hop_requests())
 
 
-def _event(index: int | None, messages: Sequence[Message], changed_by: str | None) -> None:
+def _event(index: int | None, messages: Sequence[Message], changed_by: str | None, *, tools: bool) -> None:
     span = obs.current_span()
     if span is None:
         return
-    attributes: dict[str, Any] = {}
+    attributes: dict[str, Any] = {_ATTR + "tools": True} if tools else {}
     if index is not None:
         attributes[_ATTR + "index"] = index
         if index < len(messages):
