@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import Final, Literal, TypeVar
+from typing import Any, Final, Literal, TypeVar
 
 from .messages import Message
 
@@ -65,20 +65,35 @@ def check_cache_points(messages: Sequence[Message]) -> None:
 
 def with_cache_point(message: M, ttl: str) -> M:
     """``message`` marked with ``ttl`` (the same message when it already carries that mark)."""
-    if message.metadata.get(CACHE_POINT) == ttl:
+    metadata = message.metadata
+    if metadata.get(CACHE_POINT) == ttl:
         return message
-    return dataclasses.replace(message, metadata={**message.metadata, CACHE_POINT: ttl})
+    return _with_metadata(message, {**metadata, CACHE_POINT: ttl})
 
 
 def without_cache_point(message: M) -> M:
     """``message`` without a cache point (the same message when it carries none); no other
     metadata changes."""
-    if CACHE_POINT not in message.metadata:
+    metadata = message.metadata
+    if CACHE_POINT not in metadata:
         return message
-    metadata = {k: v for k, v in message.metadata.items() if k != CACHE_POINT}
-    return dataclasses.replace(message, metadata=metadata)
+    return _with_metadata(message, {k: v for k, v in metadata.items() if k != CACHE_POINT})
 
 
 def without_cache_points(messages: Sequence[M]) -> list[M]:
     """``messages`` with their cache points taken off (unmarked messages are kept as they are)."""
     return [without_cache_point(m) for m in messages]
+
+
+def _with_metadata(message: M, metadata: dict[str, Any]) -> M:
+    """A copy of ``message`` with ``metadata``, field for field: ``dataclasses.replace`` would run
+    the constructor's checks again (microseconds, on every model call of a cached loop)."""
+    cls = type(message)
+    slots = cls.__dict__.get("__slots__")
+    if not slots or hasattr(message, "__dict__"):  # a subclass of a message: built as it builds
+        return dataclasses.replace(message, metadata=metadata)
+    copied = object.__new__(cls)
+    for name in slots:
+        object.__setattr__(copied, name, getattr(message, name))
+    object.__setattr__(copied, "metadata", metadata)
+    return copied

@@ -25,6 +25,7 @@ a thin wrapper (``_ReportingModel``) that reads each answer's usage there.
 from __future__ import annotations
 
 import hashlib
+import operator
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -32,7 +33,7 @@ from typing import Any, ClassVar, Final
 
 from .. import observability as obs
 from .._cache_points import CACHE_POINT, CacheTtl, check_ttl, with_cache_point, without_cache_point
-from ..memory.api import conversation_id_of
+from ..memory.api import ChatMemory, conversation_id_of
 from ..messages import Message, SystemMessage
 from ..model import ChatClientRequest, ChatClientResponse, ChatModel, ChatOptions, ChatResponse, Prompt, Usage
 from .chain import CallAdvisorChain, StreamAdvisorChain, rebased
@@ -44,6 +45,8 @@ __all__ = ["CacheReport", "PromptCacheAdvisor"]
 _PREVIOUS: Final = "advisorchain.prompt_cache.previous"
 """Context key: the previous model call of this run (``_Call``), for the tool loop's next round."""
 
+_REPORT: Final = AdvisorParams.CACHE_REPORT
+_CONVERSATION: Final = ChatMemory.CONVERSATION_ID
 _EVENT: Final = "cache_miss"
 _ATTR: Final = "advisorchain.cache."
 _USER_MARKS_KEPT: Final = 2
@@ -72,13 +75,18 @@ class CacheReport:
         return self.read_tokens / self.prompt_tokens if self.prompt_tokens else 0.0
 
 
-@dataclass(frozen=True, slots=True)
-class _Call:
-    """A model call as the advisor remembers it: the messages sent and the usage reported."""
+_NO_REPORT: Final = CacheReport(0, 0, 0)
+"""The report of a call whose usage never came."""
 
-    messages: Sequence[Message]
-    usage: Usage | None
-    options: ChatOptions | None = None
+
+class _Call:
+    """A model call as the advisor remembers it: the messages sent, the usage reported and the
+    options (for the tool definitions and tool choice)."""
+
+    __slots__ = ("messages", "options", "usage")
+
+    def __init__(self, messages: Sequence[Message], usage: Usage | None, options: ChatOptions | None) -> None:
+        self.messages, self.usage, self.options = messages, usage, options
 
 
 def tools_of(options: ChatOptions | None) -> tuple[object, ...]:
@@ -114,6 +122,9 @@ class PromptCacheAdvisor:
         self.order = check_order(order, inside=True)
         self._conversations: OrderedDict[str, _Call] = OrderedDict()
         self._keys: dict[tuple[str | None, object], tuple[object, str]] = {}
+        self._memo: tuple[Message, Message] | None = None
+        self._scanned: tuple[Sequence[Message], int, tuple[int, ...]] | None = None
+        self._keyed: tuple[object, ...] | None = None
 
     @property
     def name(self) -> str:
@@ -130,29 +141,27 @@ class PromptCacheAdvisor:
         marked with ``ttl``, at most the newest two of the caller's other marks kept, and
         ``cache_key`` set (unless given). No message's text or other metadata changes."""
         prompt = request.prompt
-        messages = self.mark(prompt.instructions)
-        options = self._with_key(prompt.options, messages, request.context)
+        instructions = prompt.instructions
+        system, found = self._scan(instructions)
+        messages = self._mark(instructions, system, found)
+        system_text = instructions[system].text if system >= 0 else None  # type: ignore[union-attr]
+        options = self._with_key(prompt.options, messages, request.context, system_text)
         if messages is prompt.instructions and options is prompt.options:
             return request
-        return request.copy(prompt=Prompt(messages, options))
+        return ChatClientRequest(Prompt(messages, options), request.context)
 
     def mark(self, messages: Sequence[Message]) -> Sequence[Message]:
         """``messages`` marked as this advisor marks a call (the same sequence when nothing changes)."""
+        system, found = self._scan(messages)
+        return self._mark(messages, system, found)
+
+    def _mark(self, messages: Sequence[Message], system: int, found: list[int]) -> Sequence[Message]:
         count = len(messages)
         if not count:
             return messages
         ttl = self.ttl
         last = count - 1
-        system = -1
-        for i in range(last, -1, -1):
-            if type(messages[i]) is SystemMessage or isinstance(messages[i], SystemMessage):
-                system = i
-                break
-        users = [
-            i
-            for i, m in enumerate(messages)
-            if m.metadata and CACHE_POINT in m.metadata and i != last and i != system
-        ]
+        users = [i for i in found if i != last and i != system]
         strip = users[:-_USER_MARKS_KEPT] if len(users) > _USER_MARKS_KEPT else ()
         changed: list[Message] | None = None
         for i in (system, last):
@@ -162,12 +171,42 @@ class PromptCacheAdvisor:
             if message.metadata.get(CACHE_POINT) != ttl:
                 if changed is None:
                     changed = list(messages)
-                changed[i] = with_cache_point(message, ttl)
+                changed[i] = self._marked(message)
         for i in strip:
             if changed is None:
                 changed = list(messages)
             changed[i] = without_cache_point(messages[i])
         return messages if changed is None else tuple(changed)
+
+    def _scan(self, messages: Sequence[Message]) -> tuple[int, list[int]]:
+        """(the index of the last system message or -1, the indices of the marked messages). A
+        tool loop's prompt is the previous round's plus new messages: the same objects are not
+        read again."""
+        start, system, found = 0, -1, []
+        scanned = self._scanned
+        if scanned is not None:
+            before = scanned[0]
+            if len(before) <= len(messages) and all(map(operator.is_, before, messages)):
+                start, system, found = len(before), scanned[1], list(scanned[2])
+        for i in range(start, len(messages)):
+            message = messages[i]
+            metadata = message.metadata
+            if metadata and CACHE_POINT in metadata:
+                found.append(i)
+            if isinstance(message, SystemMessage):
+                system = i
+        self._scanned = (messages, system, tuple(found))
+        return system, found
+
+    def _marked(self, message: Message) -> Message:
+        """``message`` with this advisor's mark; the system message of a loop is marked once."""
+        memo = self._memo
+        if memo is not None and memo[0] is message:
+            return memo[1]
+        marked = with_cache_point(message, self.ttl)
+        if isinstance(message, SystemMessage):
+            self._memo = (message, marked)
+        return marked
 
     def cache_key(
         self, messages: Sequence[Message], options: ChatOptions | None, context: Mapping[str, Any]
@@ -202,18 +241,33 @@ class PromptCacheAdvisor:
         self._keys[where] = (registry, key)
 
     def _with_key(
-        self, options: ChatOptions | None, messages: Sequence[Message], context: Mapping[str, Any]
+        self,
+        options: ChatOptions | None,
+        messages: Sequence[Message],
+        context: Mapping[str, Any],
+        system_text: str | None,
     ) -> ChatOptions | None:
         if options is not None and options.cache_key is not None:
             return options
+        conversation = context.get(ChatMemory.CONVERSATION_ID)
+        keyed = self._keyed  # the options keyed last: a tool loop sends the same ones each round
+        if (
+            keyed is not None
+            and keyed[0] is options
+            and keyed[1] == conversation
+            and (conversation is not None or keyed[2] is system_text)
+        ):
+            return keyed[3]  # type: ignore[return-value]
         key = self.cache_key(messages, options, context)
         if options is None:
-            return ChatOptions(cache_key=key)
-        # A field-for-field copy: ChatOptions.copy would build the tool registry again every call.
-        copied = object.__new__(ChatOptions)
-        for name in ChatOptions.__slots__:
-            object.__setattr__(copied, name, getattr(options, name))
-        object.__setattr__(copied, "cache_key", key)
+            copied = ChatOptions(cache_key=key)
+        else:
+            # A field-for-field copy: ChatOptions.copy would build the tool registry again.
+            copied = object.__new__(ChatOptions)
+            for name in ChatOptions.__slots__:
+                object.__setattr__(copied, name, getattr(options, name))
+            object.__setattr__(copied, "cache_key", key)
+        self._keyed = (options, conversation, None if conversation is not None else system_text, copied)
         return copied
 
     # -- the two paths -------------------------------------------------------------------------
@@ -222,9 +276,14 @@ class PromptCacheAdvisor:
         """Mark the call, send it on, and put the call's ``CacheReport`` in the response context."""
         sent = self.prepare(request)
         watch = _Watch(self, request, self._previous(request))
-        inner = rebased(chain, chain.copy(self).call_advisors, _ReportingModel(chain.model, watch))
-        response = await inner.next_call(sent)
-        return response.copy(context=self._context(response.context, watch))
+        if obs.tracing_enabled():  # the report is made inside the model span, for its event
+            inner = rebased(chain, chain.copy(self).call_advisors, _ReportingModel(chain.model, watch))
+            response = await inner.next_call(sent)
+        else:
+            response = await chain.next_call(sent)
+            chat = response.chat_response
+            watch.finish(model_prompt(sent), chat.metadata.usage if chat is not None else None)
+        return ChatClientResponse(response.chat_response, self._context(response.context, watch))
 
     async def advise_stream(
         self, request: ChatClientRequest, chain: StreamAdvisorChain
@@ -233,13 +292,20 @@ class PromptCacheAdvisor:
         one trailing context-only chunk)."""
         sent = self.prepare(request)
         watch = _Watch(self, request, self._previous(request))
-        inner = rebased(chain, chain.copy(self).stream_advisors, _ReportingModel(chain.model, watch))
-        stream = inner.next_stream(sent)
+        traced = obs.tracing_enabled()
+        if traced:  # the report is made inside the model span, for its event
+            inner = rebased(chain, chain.copy(self).stream_advisors, _ReportingModel(chain.model, watch))
+            stream = inner.next_stream(sent)
+        else:
+            stream = chain.next_stream(sent)
+        prompt = None if traced else model_prompt(sent)
         last_context: Mapping[str, Any] | None = None
         delivered: CacheReport | None = None
         try:
             async for chunk in stream:
                 last_context = chunk.context
+                if prompt is not None and chunk.chat_response is not None:
+                    watch.see(prompt, chunk.chat_response)
                 if watch.report is not None and watch.report is not delivered:
                     delivered = watch.report
                     yield chunk.copy(context=self._context(chunk.context, watch))
@@ -254,20 +320,21 @@ class PromptCacheAdvisor:
     # -- what the previous call was ------------------------------------------------------------
 
     def _previous(self, request: ChatClientRequest) -> _Call | None:
-        in_run = request.context.get(_PREVIOUS)
-        if isinstance(in_run, _Call):
+        context = request.context
+        in_run = context.get(_PREVIOUS)
+        if type(in_run) is _Call:
             return in_run
-        conversation = conversation_id_of(request.context)
+        conversation = context.get(_CONVERSATION)
         if conversation is None:
             return None
-        return self._conversations.get(conversation)
+        return self._conversations.get(conversation_id_of(context) or "")
 
     def _context(self, base: Mapping[str, Any], watch: _Watch) -> dict[str, Any]:
-        report = watch.report or CacheReport(0, 0, 0)
-        context = {**base, AdvisorParams.CACHE_REPORT: report}
+        context = dict(base)
+        context[_REPORT] = watch.report or _NO_REPORT
         if watch.call is not None:
             context[_PREVIOUS] = watch.call
-            conversation = conversation_id_of(watch.request.context)
+            conversation = watch.request.context.get(_CONVERSATION)
             if conversation is not None:
                 self._conversations[conversation] = watch.call
                 self._conversations.move_to_end(conversation)
@@ -288,13 +355,23 @@ class _Watch:
         self.report: CacheReport | None = None
         self.call: _Call | None = None
 
+    def see(self, prompt: Prompt, chunk: ChatResponse) -> None:
+        """Take in a stream chunk of the call: its usage makes (or remakes) the report; the end of
+        the answer makes one without usage when none came yet (usage may still follow)."""
+        usage = chunk.metadata.usage
+        if usage is not None:
+            self.report = None  # a later usage report supersedes an earlier one
+            self.finish(prompt, usage)
+        elif self.report is None and chunk.finish_reason is not None:
+            self.finish(prompt, None)
+
     def finish(self, prompt: Prompt | None, usage: Usage | None) -> None:
         """Make the call's report (inside the model span: a miss becomes its event)."""
         if self.report is not None:
             return
         messages = prompt.instructions if prompt is not None else ()
         if usage is None:
-            self.report = CacheReport(0, 0, 0)
+            self.report = _NO_REPORT
             if prompt is not None:
                 self.call = _Call(messages, None, prompt.options)
             return
@@ -338,12 +415,7 @@ class _ReportingModel:
         try:
             async for chunk in source:
                 if isinstance(chunk, ChatResponse):
-                    meta = chunk.metadata
-                    if meta.usage is not None:
-                        watch.report = None  # a later usage report supersedes an earlier one
-                        watch.finish(prompt, meta.usage)
-                    elif watch.report is None and chunk.finish_reason is not None:
-                        watch.finish(prompt, None)  # the answer's end; usage may still follow
+                    watch.see(prompt, chunk)
                 yield chunk
             if watch.report is None:
                 watch.finish(prompt, None)
@@ -432,6 +504,13 @@ def _event(index: int | None, messages: Sequence[Message], changed_by: str | Non
         if changed_by is not None:
             attributes[_ATTR + "changed_by"] = changed_by
     span.add_event(_EVENT, attributes)
+
+
+def _last_system_text(messages: Sequence[Message]) -> str | None:
+    for m in reversed(messages):
+        if isinstance(m, SystemMessage):
+            return m.text
+    return None
 
 
 def _digest(kind: str, *parts: str) -> str:
