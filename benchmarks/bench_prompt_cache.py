@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from dataclasses import replace
 from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -34,12 +34,12 @@ from _timing import best_seconds_per_run
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.support: the emulating server
 
-from opentelemetry import trace  # noqa: E402
-from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from advisorchain import (  # noqa: E402
+from advisorchain import (
     AdvisorParams,
     AssistantMessage,
     BaseAdvisor,
@@ -62,11 +62,11 @@ from advisorchain import (  # noqa: E402
     UsageLimits,
     UserMessage,
 )
-from advisorchain.models.anthropic import AnthropicChatModel  # noqa: E402
-from advisorchain.testing import stream_chunks  # noqa: E402
-from advisorchain.tools.function import tool  # noqa: E402
-from tests.support.anthropic_cache import CacheEmulator  # noqa: E402
-from tests.support.openai_server import running_server  # noqa: E402
+from advisorchain.models.anthropic import AnthropicChatModel
+from advisorchain.testing import stream_chunks
+from advisorchain.tools.function import tool
+from tests.support.anthropic_cache import CacheEmulator
+from tests.support.openai_server import running_server
 
 MODEL = "claude-emulated"
 PRICE = ModelPrice(Decimal(3), Decimal(15), Decimal("0.30"), Decimal("3.75"))
@@ -153,19 +153,12 @@ class _Estimates(BaseAdvisor):
 
 
 def _meter_of(chain: Any) -> Any:
-    run = getattr(chain, "run", None)
-    if run is not None:
-        return run.meter
-    from advisorchain.advisors.chain import run_meter  # a kernel from before issue 36
-
-    return run_meter(chain)
+    return chain.run.meter
 
 
 def _model_prompt(request: ChatClientRequest) -> Prompt:
-    try:
-        from advisorchain.chain.link import model_prompt
-    except ImportError:
-        from advisorchain.advisors.chain import _model_prompt as model_prompt
+    from advisorchain.chain import model_prompt
+
     return model_prompt(request)
 
 
@@ -207,7 +200,9 @@ def _chat_reply(body: dict[str, Any]) -> dict[str, Any]:
 
 async def _conversation(turns: int = 200) -> tuple[list[dict[str, int]], int]:
     emulator = CacheEmulator(_chat_reply, model=MODEL)
-    memory = MessageChatMemoryAdvisor(MessageWindowChatMemory(InMemoryChatMemoryRepository(), max_messages=10_000))
+    memory = MessageChatMemoryAdvisor(
+        MessageWindowChatMemory(InMemoryChatMemoryRepository(), max_messages=10_000)
+    )
     # Each turn adds about 165 tokens; the system text about 2,000: over 5,300 about every 20 turns.
     compaction = ContextCompactionAdvisor(max_tokens=5_300)
     with running_server(emulator) as server:
@@ -219,7 +214,9 @@ async def _conversation(turns: int = 200) -> tuple[list[dict[str, int]], int]:
             default_tools=TOOLS,
         )
         for turn in range(turns):
-            question = f"Turn {turn}: what changed in release {turn // 10}.{turn % 10}? " + "Details please. " * 10
+            question = (
+                f"Turn {turn}: what changed in release {turn // 10}.{turn % 10}? " + "Details please. " * 10
+            )
             await client.prompt(question).param(ChatMemory.CONVERSATION_ID, "long").acall().content()
     summaries = [u for u, b in zip(emulator.usages, emulator.bodies, strict=True) if _is_summary(b)]
     return summaries, turns
@@ -231,7 +228,9 @@ async def _conversation(turns: int = 200) -> tuple[list[dict[str, int]], int]:
 class _Busting(BaseAdvisor):
     """An advisor that changes the prompt from its ``at``-th call on (``change(request, call)``)."""
 
-    def __init__(self, name: str, at: int, change: Callable[[ChatClientRequest, int], ChatClientRequest], order: int) -> None:
+    def __init__(
+        self, name: str, at: int, change: Callable[[ChatClientRequest, int], ChatClientRequest], order: int
+    ) -> None:
         self._name, self.at, self.change, self._order, self.calls = name, at, change, order, 0
 
     @property
@@ -254,14 +253,20 @@ def _with_messages(request: ChatClientRequest, messages: Sequence[Any]) -> ChatC
 def _stamp(request: ChatClientRequest, call: int) -> ChatClientRequest:
     return _with_messages(
         request,
-        [SystemMessage(f"{m.text}\nNow: 2026-11-29T04:{call:02d}Z") if isinstance(m, SystemMessage) else m for m in request.prompt.instructions],
+        [
+            SystemMessage(f"{m.text}\nNow: 2026-11-29T04:{call:02d}Z") if isinstance(m, SystemMessage) else m
+            for m in request.prompt.instructions
+        ],
     )
 
 
 def _persona(request: ChatClientRequest, call: int) -> ChatClientRequest:
     return _with_messages(
         request,
-        [SystemMessage("Answer in French. " + m.text) if isinstance(m, SystemMessage) else m for m in request.prompt.instructions],
+        [
+            SystemMessage("Answer in French. " + m.text) if isinstance(m, SystemMessage) else m
+            for m in request.prompt.instructions
+        ],
     )
 
 
@@ -289,13 +294,17 @@ def _describe_tools(request: ChatClientRequest, call: int) -> ChatClientRequest:
 
 
 def _retrieval(request: ChatClientRequest, call: int) -> ChatClientRequest:
-    return request.copy(context={**request.context, AdvisorParams.RETRIEVAL_CONTEXT: f"Context: document #{call}."})
+    return request.copy(
+        context={**request.context, AdvisorParams.RETRIEVAL_CONTEXT: f"Context: document #{call}."}
+    )
 
 
 def _reminder(request: ChatClientRequest, call: int) -> ChatClientRequest:
     messages = list(request.prompt.instructions)
     at = 1 if messages and isinstance(messages[0], SystemMessage) else 0
-    return _with_messages(request, [*messages[:at], UserMessage(f"Reminder {call}: keep it short."), *messages[at:]])
+    return _with_messages(
+        request, [*messages[:at], UserMessage(f"Reminder {call}: keep it short."), *messages[at:]]
+    )
 
 
 def _prune_tools(request: ChatClientRequest, call: int) -> ChatClientRequest:
@@ -326,14 +335,38 @@ def _busts() -> list[tuple[str, str, dict[str, Any]]]:
     with a window of ``window`` messages), each with ``rounds`` tool rounds; the busting advisor."""
     return [
         ("a timestamp in the system text", "Timestamp", {"bust": _Busting("Timestamp", 4, _stamp, _OUTSIDE)}),
-        ("the system text's persona switched", "Persona", {"bust": _Busting("Persona", 4, _persona, _OUTSIDE)}),
+        (
+            "the system text's persona switched",
+            "Persona",
+            {"bust": _Busting("Persona", 4, _persona, _OUTSIDE)},
+        ),
         ("reordered tools", "Tool Order", {"bust": _Busting("Tool Order", 4, _reorder_tools, _OUTSIDE)}),
-        ("the tool choice changed", "Tool Choice", {"bust": _Busting("Tool Choice", 4, _tool_choice, _INSIDE)}),
-        ("a tool description with a counter", "Tool Docs", {"bust": _Busting("Tool Docs", 4, _describe_tools, _INSIDE)}),
+        (
+            "the tool choice changed",
+            "Tool Choice",
+            {"bust": _Busting("Tool Choice", 4, _tool_choice, _INSIDE)},
+        ),
+        (
+            "a tool description with a counter",
+            "Tool Docs",
+            {"bust": _Busting("Tool Docs", 4, _describe_tools, _INSIDE)},
+        ),
         ("a memory window drops the oldest turn", "MessageChatMemoryAdvisor", {"window": 6}),
-        ("a retrieval context that changes", "Retrieval", {"bust": _Busting("Retrieval", 2, _retrieval, _INSIDE), "memory": False}),
-        ("a reminder inserted before the history", "Reminder", {"bust": _Busting("Reminder", 4, _reminder, _INSIDE)}),
-        ("old tool outputs pruned", "Pruner", {"bust": _Busting("Pruner", 3, _prune_tools, _INSIDE), "rounds": 3, "memory": False}),
+        (
+            "a retrieval context that changes",
+            "Retrieval",
+            {"bust": _Busting("Retrieval", 2, _retrieval, _INSIDE), "memory": False},
+        ),
+        (
+            "a reminder inserted before the history",
+            "Reminder",
+            {"bust": _Busting("Reminder", 4, _reminder, _INSIDE)},
+        ),
+        (
+            "old tool outputs pruned",
+            "Pruner",
+            {"bust": _Busting("Pruner", 3, _prune_tools, _INSIDE), "rounds": 3, "memory": False},
+        ),
         ("earlier answers redacted", "Redactor", {"bust": _Busting("Redactor", 4, _redact, _INSIDE)}),
     ]
 
@@ -345,7 +378,10 @@ def _turn_reply(rounds: int) -> Callable[[dict[str, Any]], dict[str, Any]]:
         for message in reversed(body["messages"]):
             if message["role"] == "assistant":
                 since += 1
-            elif any(b.get("type") == "text" and not b.get("text", "").startswith("Reminder") for b in message["content"]):
+            elif any(
+                b.get("type") == "text" and not b.get("text", "").startswith("Reminder")
+                for b in message["content"]
+            ):
                 break
         if last.get("type") == "tool_result" and since >= rounds:
             return {"text": "The release notes are ready; release 4.2 is fine."}
@@ -357,20 +393,32 @@ def _turn_reply(rounds: int) -> Callable[[dict[str, Any]], dict[str, Any]]:
 
 
 async def _bust(scenario: dict[str, Any]) -> list[dict[str, Any]]:
-    rounds = scenario.get("rounds", 1)
+    # Memory keeps each turn's question and answer, not its tool rounds: turns with rounds would
+    # miss the cache on their own at every new turn (rightly named: memory). Busts are injected
+    # into turns answered at once; the scenarios without memory run tool rounds.
+    rounds = scenario.get("rounds", 0 if scenario.get("memory", True) else 1)
     emulator = CacheEmulator(_turn_reply(rounds), model=MODEL)
     advisors: list[Any] = [PromptCacheAdvisor()]
     if scenario.get("memory", True):
         window = scenario.get("window", 1_000)
-        advisors.append(MessageChatMemoryAdvisor(MessageWindowChatMemory(InMemoryChatMemoryRepository(), max_messages=window)))
+        advisors.append(
+            MessageChatMemoryAdvisor(
+                MessageWindowChatMemory(InMemoryChatMemoryRepository(), max_messages=window)
+            )
+        )
     if "bust" in scenario:
         advisors.append(scenario["bust"])
     _exporter.clear()
     with running_server(emulator) as server:
         model = AnthropicChatModel(MODEL, base_url=server.url, api_key="k")
-        client = ChatClient(model, default_system=SYSTEM_8K[:8_000], default_advisors=advisors, default_tools=TOOLS)
+        client = ChatClient(
+            model, default_system=SYSTEM_8K[:8_000], default_advisors=advisors, default_tools=TOOLS
+        )
         for turn in range(6 if scenario.get("memory", True) else 2):
-            await client.prompt(f"Question {turn} about release 4.2.").param(ChatMemory.CONVERSATION_ID, "b").acall().content()
+            question = f"Question {turn} about release 4.2. " + "Details please. " * (
+                4 * turn
+            )  # growing turns
+            await client.prompt(question).param(ChatMemory.CONVERSATION_ID, "b").acall().content()
     return [
         dict(e.attributes or {})
         for s in _exporter.get_finished_spans()
@@ -395,7 +443,11 @@ class _LoopModel:
         done = sum(1 for m in prompt.instructions if isinstance(m, AssistantMessage))
         usage = Usage(8_000 + 50 * done, 10, 8_000 + 50 * max(0, done - 1), 50)
         if done + 1 < self.rounds:
-            return ChatResponse.of(AssistantMessage(None, (ToolCall(f"c{done}", "search", '{"query": "q"}'),)), "tool_calls", usage=usage)
+            return ChatResponse.of(
+                AssistantMessage(None, (ToolCall(f"c{done}", "search", '{"query": "q"}'),)),
+                "tool_calls",
+                usage=usage,
+            )
         return ChatResponse.of(AssistantMessage("done"), "stop", usage=usage)
 
     async def call(self, prompt: Prompt) -> ChatResponse:
@@ -449,7 +501,9 @@ async def main() -> None:
         if e is not None
     ]
     summaries, turns = await _conversation()
-    summary_share = sum(u["cache_read_input_tokens"] for u in summaries) / sum(_prompt_tokens(u) for u in summaries)
+    summary_share = sum(u["cache_read_input_tokens"] for u in summaries) / sum(
+        _prompt_tokens(u) for u in summaries
+    )
 
     named = 0
     bust_rows: list[str] = []
@@ -459,22 +513,36 @@ async def main() -> None:
         ok = bool(events) and names[0] == expected
         named += ok
         where = events[0].get("advisorchain.cache.index") if events else None
-        bust_rows.append(f"| {what} | {expected} | {names[0] if events else '(no miss)'} | {where} | {'yes' if ok else 'NO'} |")
+        bust_rows.append(
+            f"| {what} | {expected} | {names[0] if events else '(no miss)'} | {where} | {'yes' if ok else 'NO'} |"
+        )
 
     print("## Prompt caching (`benchmarks/bench_prompt_cache.py`)\n")
     print("| figure | measured | goal |")
     print("|---|---:|---:|")
-    print(f"| cached share of prompt tokens, rounds 2–{ROUNDS} ({ROUNDS}-round loop, 8k-token system text, {len(TOOLS)} tools) | {share:.1%} | ≥ 90 % |")
-    print(f"| cost of that loop against the same loop uncached (${cached_cost} / ${plain_cost}) | {ratio:.3f}× | ≤ 0.25× |")
-    print(f"| cache-read share of the compaction requests ({turns} turns, {len(summaries)} compactions) | {summary_share:.1%} | ≥ 85 % |")
+    print(
+        f"| cached share of prompt tokens, rounds 2–{ROUNDS} ({ROUNDS}-round loop, 8k-token system text, {len(TOOLS)} tools) | {share:.1%} | ≥ 90 % |"
+    )
+    print(
+        f"| cost of that loop against the same loop uncached (${cached_cost} / ${plain_cost}) | {ratio:.3f}× | ≤ 0.25× |"
+    )
+    print(
+        f"| cache-read share of the compaction requests ({turns} turns, {len(summaries)} compactions) | {summary_share:.1%} | ≥ 85 % |"
+    )
     print(f"| injected cache busts with the right advisor named | {named}/10 | 10/10 |")
-    print(f"| pre-request estimate of the prompt cost, error against the actual (rounds 2–{ROUNDS}: mean / max) | {sum(errors) / len(errors):.1%} / {max(errors):.1%} | ≤ 10 % |")
+    print(
+        f"| pre-request estimate of the prompt cost, error against the actual (rounds 2–{ROUNDS}: mean / max) | {sum(errors) / len(errors):.1%} / {max(errors):.1%} | ≤ 10 % |"
+    )
     for path, (plain, cached) in costs.items():
-        print(f"| the advisor's own cost per model call, {path} path ({plain:,.1f} → {cached:,.1f} µs per round) | {cached - plain:+.2f} µs | ≤ 5 µs |")
+        print(
+            f"| the advisor's own cost per model call, {path} path ({plain:,.1f} → {cached:,.1f} µs per round) | {cached - plain:+.2f} µs | ≤ 5 µs |"
+        )
     print("\n| injected bust | advisor expected | `changed_by` | `.index` | right |")
     print("|---|---|---|---:|---|")
     print("\n".join(bust_rows))
-    print(f"\nUncached loop: {sum(_prompt_tokens(u) for u in plain_usages):,} prompt tokens; cached: {sum(u['cache_read_input_tokens'] for u in cached_usages):,} of {sum(_prompt_tokens(u) for u in cached_usages):,} read from the cache.")
+    print(
+        f"\nUncached loop: {sum(_prompt_tokens(u) for u in plain_usages):,} prompt tokens; cached: {sum(u['cache_read_input_tokens'] for u in cached_usages):,} of {sum(_prompt_tokens(u) for u in cached_usages):,} read from the cache."
+    )
 
 
 if __name__ == "__main__":

@@ -33,17 +33,13 @@ from typing import Any, ClassVar, Final
 
 from .. import observability as obs
 from .._cache_points import CACHE_POINT, CacheTtl, check_ttl, with_cache_point, without_cache_point
+from ..chain import CallAdvisorChain, Run, StreamAdvisorChain, model_prompt, rebased
+from ..chain.vocabulary import AdvisorParams, Ordered, check_order
 from ..memory.api import ChatMemory, conversation_id_of
 from ..messages import Message, SystemMessage
 from ..model import ChatClientRequest, ChatClientResponse, ChatModel, ChatOptions, ChatResponse, Prompt, Usage
-from .chain import CallAdvisorChain, StreamAdvisorChain, rebased
-from .chain import _model_prompt as model_prompt
-from .vocabulary import AdvisorParams, Ordered, check_order
 
 __all__ = ["CacheReport", "PromptCacheAdvisor"]
-
-_PREVIOUS: Final = "advisorchain.prompt_cache.previous"
-"""Context key: the previous model call of this run (``_Call``), for the tool loop's next round."""
 
 _REPORT: Final = AdvisorParams.CACHE_REPORT
 _CONVERSATION: Final = ChatMemory.CONVERSATION_ID
@@ -275,7 +271,8 @@ class PromptCacheAdvisor:
     async def advise_call(self, request: ChatClientRequest, chain: CallAdvisorChain) -> ChatClientResponse:
         """Mark the call, send it on, and put the call's ``CacheReport`` in the response context."""
         sent = self.prepare(request)
-        watch = _Watch(self, request, self._previous(request))
+        run = chain.run
+        watch = _Watch(self, request, run, self._previous(request, run))
         if obs.tracing_enabled():  # the report is made inside the model span, for its event
             inner = rebased(chain, chain.copy(self).call_advisors, _ReportingModel(chain.model, watch))
             response = await inner.next_call(sent)
@@ -291,7 +288,8 @@ class PromptCacheAdvisor:
         """As ``advise_call``; the report rides on the chunk that carries the call's usage (else on
         one trailing context-only chunk)."""
         sent = self.prepare(request)
-        watch = _Watch(self, request, self._previous(request))
+        run = chain.run
+        watch = _Watch(self, request, run, self._previous(request, run))
         traced = obs.tracing_enabled()
         if traced:  # the report is made inside the model span, for its event
             inner = rebased(chain, chain.copy(self).stream_advisors, _ReportingModel(chain.model, watch))
@@ -319,11 +317,12 @@ class PromptCacheAdvisor:
 
     # -- what the previous call was ------------------------------------------------------------
 
-    def _previous(self, request: ChatClientRequest) -> _Call | None:
+    def _previous(self, request: ChatClientRequest, run: Run) -> _Call | None:
+        """The run's previous model call, else the last call this advisor saw on the conversation."""
+        in_run = run.get(self)
+        if in_run is not None:
+            return in_run  # type: ignore[no-any-return]
         context = request.context
-        in_run = context.get(_PREVIOUS)
-        if type(in_run) is _Call:
-            return in_run
         conversation = context.get(_CONVERSATION)
         if conversation is None:
             return None
@@ -333,7 +332,7 @@ class PromptCacheAdvisor:
         context = dict(base)
         context[_REPORT] = watch.report or _NO_REPORT
         if watch.call is not None:
-            context[_PREVIOUS] = watch.call
+            watch.run.put(self, watch.call)
             conversation = watch.request.context.get(_CONVERSATION)
             if conversation is not None:
                 self._conversations[conversation] = watch.call
@@ -346,12 +345,12 @@ class PromptCacheAdvisor:
 class _Watch:
     """One call's watch: what was sent before it, and — once the answer's usage came — its report."""
 
-    __slots__ = ("advisor", "call", "previous", "report", "request")
+    __slots__ = ("advisor", "call", "previous", "report", "request", "run")
 
     def __init__(
-        self, advisor: PromptCacheAdvisor, request: ChatClientRequest, previous: _Call | None
+        self, advisor: PromptCacheAdvisor, request: ChatClientRequest, run: Run, previous: _Call | None
     ) -> None:
-        self.advisor, self.request, self.previous = advisor, request, previous
+        self.advisor, self.request, self.run, self.previous = advisor, request, run, previous
         self.report: CacheReport | None = None
         self.call: _Call | None = None
 
@@ -386,7 +385,9 @@ class _Watch:
             tools = tools_of(previous.options) != tools_of(options)
             changed_index = 0 if tools and messages else first_difference(previous.messages, messages)
             if changed_index is not None:
-                changed_by = responsible(self.request, changed_index, messages, options)
+                changed_by = responsible(
+                    self.run, changed_index, messages, options, previous=previous.messages, tools=tools
+                )
             _event(changed_index, messages, changed_by, tools=tools)
         self.report = CacheReport(read, write, total, changed_by, changed_index)
         self.call = _Call(messages, usage, options)
@@ -429,8 +430,10 @@ class _ReportingModel:
 
 
 def _is_miss(before: Usage, now: Usage) -> bool:
-    """The cached share fell although the prompt grew."""
-    if now.prompt_tokens <= before.prompt_tokens:
+    """The cached share fell although the prompt grew — and the call read less than the whole
+    previous prompt (a loop whose new round is longer than the last one lowers the share a little
+    while everything before it was read: no miss)."""
+    if now.prompt_tokens <= before.prompt_tokens or now.cache_read_tokens >= before.prompt_tokens:
         return False
     share_before = before.cache_read_tokens / before.prompt_tokens if before.prompt_tokens else 0.0
     return now.cache_read_tokens / now.prompt_tokens < share_before
@@ -459,37 +462,63 @@ def hop_changes(received: Sequence[Message], passed_on: Sequence[Message]) -> in
 
 
 def responsible(
-    request: ChatClientRequest, index: int, sent: Sequence[Message], options: ChatOptions | None = None
+    run: Run,
+    index: int,
+    sent: Sequence[Message],
+    options: ChatOptions | None = None,
+    *,
+    previous: Sequence[Message] = (),
+    tools: bool = False,
 ) -> str | None:
-    """The name of the outermost advisor whose own hop changed the prompt at or before ``index``
-    (the run's recorded hops; None when none did, or the run records none). A hop that changed the
-    tool definitions or the tool choice changed it before the first message."""
-    hops = _hop_requests()
+    """The name of the advisor responsible for a change of the prompt at ``index`` (``sent`` with
+    ``options``: the prompt the model got; ``previous``: the prompt of the previous call; ``tools``:
+    the tool definitions or tool choice changed), from the run's recorded hops — each advisor's
+    request in against its request out (the next advisor's, or ``sent`` for the innermost).
+
+    Candidates are the advisors whose own hop changed the prompt at or before ``index`` (a message
+    there differs or is missing; messages appended after the input are no change, so the tool
+    loop's rounds never make it one; a hop that changed the tools changed it before the first
+    message). Of those, the one responsible is the innermost that took out the previous prompt's
+    message at ``index`` or brought in the new one (memory brings in its history every call, so an
+    advisor inside it that rewrote a message is named, not memory); when only the tools changed,
+    the innermost that changed them. None when no candidate did: the change came with the caller's
+    input."""
+    hops = run.hop_requests()
     if not hops:
         return None
     prompts = [model_prompt(r) for _, r in hops]
-    for k, (advisor, _) in enumerate(hops):
-        received = prompts[k]
+    sides: list[tuple[Sequence[Message], Sequence[Message], bool]] = []
+    candidates: list[int] = []
+    for k in range(len(hops)):
+        got = prompts[k]
         out_messages = prompts[k + 1].instructions if k + 1 < len(prompts) else sent
         out_options = prompts[k + 1].options if k + 1 < len(prompts) else options
-        changed = hop_changes(received.instructions, out_messages)
-        if tools_of(received.options) != tools_of(out_options):
-            changed = 0
+        changed_tools = tools_of(got.options) != tools_of(out_options)
+        changed = 0 if changed_tools else hop_changes(got.instructions, out_messages)
+        sides.append((got.instructions, out_messages, changed_tools))
         if changed is not None and changed <= index:
-            return str(getattr(advisor, "name", type(advisor).__name__))
+            candidates.append(k)
+    if not candidates:
+        return None
+    old = previous[index] if index < len(previous) else None
+    new = sent[index] if index < len(sent) else None
+    for k in reversed(candidates):
+        received, passed_on, changed_tools = sides[k]
+        if tools and changed_tools:
+            return _name(hops[k][0])
+        if old is not None and _holds(received, old) and not _holds(passed_on, old):
+            return _name(hops[k][0])  # it took out what was there
+        if new is not None and not _holds(received, new) and _holds(passed_on, new):
+            return _name(hops[k][0])  # it brought in what is there now
     return None
 
 
-def _hop_requests() -> tuple[tuple[object, ChatClientRequest], ...]:
-    """The hops of the current run (``Run.hop_requests``), or none when the kernel records none."""
-    try:
-        from ..chain import current_run  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
-        return ()
-    run = current_run()
-    if run is None:
-        return ()
-    return tuple(run.hop_requests())
+def _holds(messages: Sequence[Message], message: Message) -> bool:
+    return any(_same(message, m) for m in messages)
+
+
+def _name(advisor: object) -> str:
+    return str(getattr(advisor, "name", type(advisor).__name__))
 
 
 def _event(index: int | None, messages: Sequence[Message], changed_by: str | None, *, tools: bool) -> None:
