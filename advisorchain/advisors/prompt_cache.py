@@ -273,7 +273,7 @@ class PromptCacheAdvisor:
         sent = self.prepare(request)
         run = chain.run
         watch = _Watch(self, request, run, self._previous(request, run))
-        if obs.tracing_enabled():  # the report is made inside the model span, for its event
+        if _traced():  # the report is made inside the model span, for its event
             inner = rebased(chain, chain.copy(self).call_advisors, _ReportingModel(chain.model, watch))
             response = await inner.next_call(sent)
         else:
@@ -290,7 +290,7 @@ class PromptCacheAdvisor:
         sent = self.prepare(request)
         run = chain.run
         watch = _Watch(self, request, run, self._previous(request, run))
-        traced = obs.tracing_enabled()
+        traced = _traced()
         if traced:  # the report is made inside the model span, for its event
             inner = rebased(chain, chain.copy(self).stream_advisors, _ReportingModel(chain.model, watch))
             stream = inner.next_stream(sent)
@@ -427,6 +427,11 @@ class _ReportingModel:
 
 
 # -- the report ------------------------------------------------------------------------------------
+
+
+def _traced() -> bool:
+    """Whether spans are recorded: then the report is made inside the model span (for its event)."""
+    return obs.tracing_enabled()
 
 
 def _is_miss(before: Usage, now: Usage) -> bool:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from decimal import Decimal
 from typing import Any
 
@@ -46,6 +46,7 @@ from advisorchain import (
 )
 from advisorchain.advisors import CacheReport as AdvisorsCacheReport
 from advisorchain.advisors import PromptCacheAdvisor as AdvisorsPromptCacheAdvisor
+from advisorchain.advisors import prompt_cache
 from advisorchain.tools.function import tool
 from tests.support.anthropic_cache import CacheEmulator
 from tests.support.openai_server import running_server
@@ -268,9 +269,29 @@ def _events(spans: Any, name: str = "cache_miss") -> list[dict[str, Any]]:
     ]
 
 
+@pytest.fixture(params=["traced", "untraced"])
+def tracing(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, spans: Any) -> Any:
+    """Both ways the advisor reports: inside the model span (spans recorded) or after the call."""
+    traced = request.param == "traced"
+    monkeypatch.setattr(prompt_cache, "_traced", lambda: traced)
+    return spans if traced else None
+
+
+def _miss_events(tracing: Any) -> list[dict[str, Any]] | None:
+    return None if tracing is None else _events(tracing)
+
+
+async def _turns(client: ChatClient, texts: Sequence[str], *, stream: bool) -> list[CacheReport]:
+    turns = [
+        await _run(client, client.prompt(text).param(ChatMemory.CONVERSATION_ID, "c"), stream=stream)
+        for text in texts
+    ]
+    return [t.context[AdvisorParams.CACHE_REPORT] for t in turns]
+
+
 @pytest.mark.parametrize("stream", [False, True])
-async def test_a_changed_system_text_is_a_cache_miss_naming_the_first_changed_message(
-    stream: bool, spans: Any
+async def test_a_changed_system_text_is_a_cache_miss_naming_the_message_and_the_advisor(
+    stream: bool, tracing: Any
 ) -> None:
     emulator = CacheEmulator(lambda body: {"text": "ok"})
     stamp = _Stamp(from_call=3)
@@ -280,16 +301,109 @@ async def test_a_changed_system_text_is_a_cache_miss_naming_the_first_changed_me
         client = ChatClient(
             model, default_system=SYSTEM, default_advisors=[memory, stamp, PromptCacheAdvisor()]
         )
-        turns = [
-            await _run(client, client.prompt(text).param(ChatMemory.CONVERSATION_ID, "c"), stream=stream)
-            for text in ("one", "two", "three")
-        ]
-    reports = [t.context[AdvisorParams.CACHE_REPORT] for t in turns]
+        reports = await _turns(client, ("one", "two", "three"), stream=stream)
     assert reports[1].read_tokens > 0 and reports[1].changed_index is None
-    assert reports[2].read_tokens == 0 and reports[2].changed_index == 0
-    events = _events(spans)
-    assert len(events) == 1
-    assert events[0]["advisorchain.cache.index"] == 0 and events[0]["advisorchain.cache.role"] == "system"
+    assert reports[2].read_tokens == 0
+    assert (reports[2].changed_index, reports[2].changed_by) == (0, "_Stamp")
+    events = _miss_events(tracing)
+    if events is not None:
+        assert events == [
+            {
+                "advisorchain.cache.index": 0,
+                "advisorchain.cache.role": "system",
+                "advisorchain.cache.changed_by": "_Stamp",
+            }
+        ]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_memory_window_that_drops_old_messages_names_memory(stream: bool, tracing: Any) -> None:
+    emulator = CacheEmulator(lambda body: {"text": "ok"})
+    memory = MessageChatMemoryAdvisor(MessageWindowChatMemory(InMemoryChatMemoryRepository(), max_messages=4))
+    with running_server(emulator) as server:
+        model = AnthropicChatModel("claude-x", base_url=server.url, api_key="k")
+        client = ChatClient(model, default_system=SYSTEM, default_advisors=[memory, PromptCacheAdvisor()])
+        # Growing questions: the prompt grows even when the window drops the oldest turn.
+        reports = await _turns(client, [f"q{i} " + "more " * (40 * i) for i in range(4)], stream=stream)
+    assert [r.changed_index for r in reports[:2]] == [None, None]
+    dropped = [r for r in reports if r.changed_index is not None]
+    assert dropped and all(
+        (r.changed_index, r.changed_by) == (1, "MessageChatMemoryAdvisor") for r in dropped
+    )
+    events = _miss_events(tracing)
+    if events is not None:
+        assert len(events) == len(dropped)
+        assert all(e["advisorchain.cache.role"] == "user" for e in events)
+
+
+class _ToolOrder(BaseAdvisor):
+    """Reverses the tool definitions from its ``from_call``-th call on."""
+
+    order = PromptCacheAdvisor.DEFAULT_ORDER - 10
+
+    def __init__(self, from_call: int) -> None:
+        self.calls, self.from_call = 0, from_call
+
+    def before(self, request: ChatClientRequest, chain: Any) -> ChatClientRequest:
+        self.calls += 1
+        options = request.prompt.options
+        if self.calls < self.from_call or options is None:
+            return request
+        reordered = options.copy(tool_callbacks=tuple(reversed(options.tool_callbacks)))
+        return request.copy(prompt=request.prompt.copy(options=reordered))
+
+
+@tool
+def other(key: str) -> str:
+    """Another tool."""
+    return key
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_reordered_tools_are_a_change_before_the_first_message(stream: bool, tracing: Any) -> None:
+    emulator = CacheEmulator(_rounds(3))
+    with running_server(emulator) as server:
+        model = AnthropicChatModel("claude-x", base_url=server.url, api_key="k")
+        client = ChatClient(
+            model, default_system=SYSTEM, default_advisors=[_ToolOrder(3), PromptCacheAdvisor()]
+        )
+        last = await _run(client, client.prompt("go").tools(lookup, other), stream=stream)
+    assert emulator.usages[2]["cache_read_input_tokens"] == 0  # the tools come first: nothing read
+    report = last.context[AdvisorParams.CACHE_REPORT]
+    assert report.read_tokens > 0  # the round after reads again
+    events = _miss_events(tracing)
+    if events is not None:
+        assert events == [
+            {
+                "advisorchain.cache.tools": True,
+                "advisorchain.cache.index": 0,
+                "advisorchain.cache.role": "system",
+                "advisorchain.cache.changed_by": "_ToolOrder",
+            }
+        ]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_change_in_the_callers_own_input_names_no_advisor(stream: bool, tracing: Any) -> None:
+    emulator = CacheEmulator(lambda body: {"text": "ok"})
+    with running_server(emulator) as server:
+        model = AnthropicChatModel("claude-x", base_url=server.url, api_key="k")
+        client = ChatClient(model, default_system=SYSTEM, default_advisors=[PromptCacheAdvisor()])
+        first = [UserMessage("first question " * 30), AssistantMessage("first answer")]
+        edited = [UserMessage("first question, edited " * 30), AssistantMessage("first answer")]
+        later = [UserMessage("second"), AssistantMessage("ok")]
+        for messages in (
+            [*first, UserMessage("second")],
+            [*first, *later, UserMessage("third " * 40)],
+            [*edited, *later, UserMessage("fourth " * 80)],  # the caller rewrote its first message
+        ):
+            spec = client.prompt().messages(*messages).param(ChatMemory.CONVERSATION_ID, "mine")
+            last = await _run(client, spec, stream=stream)
+    report = last.context[AdvisorParams.CACHE_REPORT]
+    assert (report.changed_index, report.changed_by) == (1, None)
+    events = _miss_events(tracing)
+    if events is not None:
+        assert events == [{"advisorchain.cache.index": 1, "advisorchain.cache.role": "user"}]
 
 
 @pytest.mark.parametrize("stream", [False, True])
