@@ -10,16 +10,20 @@ compaction and retrieval), so it sees the prompt as the model is sent it, and fo
 * sets ``ChatOptions.cache_key`` (unless the caller gave one) to a SHA-256 digest of the
   conversation id when the request names one, else of the system text and the tool names, so the
   key is the same in every process and never shows the id itself;
-* compares the call's cache use with the previous call of the run (for a run's first call, the last
-  call it saw on that conversation): when the cached share of the prompt fell although the prompt
-  grew, the model span gets a ``cache_miss`` event naming the first message that differs from the
-  previous prompt and the outermost advisor whose own hop changed the prompt at or before it;
+* compares the call's cache use with the previous call of the run (kept in a run slot; for a run's
+  first call, the last call it saw on that conversation): when the cached share of the prompt fell
+  although the prompt grew and less than the whole previous prompt was read, the call is a miss —
+  the model span gets a ``cache_miss`` event naming the first message that differs from the
+  previous prompt and the advisor responsible (``responsible``: from the run's recorded hops, which
+  ``records_hops`` asks the kernel for);
 * puts a ``CacheReport`` of the call in the response context under ``AdvisorParams.CACHE_REPORT``
-  (on the stream path in the context of the chunk that carries the call's usage, or of one
-  trailing context-only chunk when the model reported none).
+  (on the stream path in the context of the chunk that ends the call's answer or carries its usage,
+  or of one trailing context-only chunk when neither came).
 
-The event is made inside the model span: the advisor hands the rest of the chain its model behind
-a thin wrapper (``_ReportingModel``) that reads each answer's usage there.
+With tracing on, the report is made inside the model span — the advisor hands the rest of the
+chain its model behind a thin wrapper (``_ReportingModel``) that reads each answer's usage there —
+so that the miss is an event of that span; with tracing off it is made from the response, and the
+advisor costs a few microseconds a call.
 """
 
 from __future__ import annotations
