@@ -163,6 +163,16 @@ class PromptCacheAdvisor:
         last = count - 1
         users = [i for i in found if i != last and i != system]
         strip = users[:-_USER_MARKS_KEPT] if len(users) > _USER_MARKS_KEPT else ()
+        if not strip and type(messages) is tuple and 0 <= system < last:
+            # The common case (a system message, a caller's marks within the limit), from slices.
+            first, final = messages[system], messages[last]
+            if first.metadata.get(CACHE_POINT) != ttl:
+                first = self._marked(first)
+            if final.metadata.get(CACHE_POINT) != ttl:
+                final = self._marked(final)
+            if first is messages[system] and final is messages[last]:
+                return messages
+            return (*messages[:system], first, *messages[system + 1 : last], final)
         changed: list[Message] | None = None
         for i in (system, last):
             if i < 0:
