@@ -28,6 +28,7 @@ from ..memory.api import conversation_id_of
 from ..messages import AssistantMessage, Message, SystemMessage, ToolResponseMessage, UserMessage
 from ..model import ChatClientRequest, ChatClientResponse, ChatModel, ChatOptions, ChatResponse, Prompt, Usage
 from .history import HistoryReplacement, replace_history, replacements_in
+from .prompt_cache import PromptCacheAdvisor
 
 __all__ = ["ContextCompactionAdvisor", "is_summary"]
 
@@ -555,10 +556,8 @@ def _transcript(messages: Sequence[Message]) -> str:
     return "\n".join(lines)
 
 
-def _prompt_cache_of(chain: CallAdvisorChain | StreamAdvisorChain) -> Any:
+def _prompt_cache_of(chain: CallAdvisorChain | StreamAdvisorChain) -> PromptCacheAdvisor | None:
     """The chain's PromptCacheAdvisor, or None."""
-    from .prompt_cache import PromptCacheAdvisor
-
     advisors = chain.call_advisors if isinstance(chain, CallAdvisorChain) else chain.stream_advisors
     for advisor in advisors:
         if isinstance(advisor, PromptCacheAdvisor):
