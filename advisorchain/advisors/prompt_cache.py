@@ -121,7 +121,7 @@ class PromptCacheAdvisor:
         self.ttl: CacheTtl = ttl
         self.order = check_order(order, inside=True)
         self._conversations: OrderedDict[str, _Call] = OrderedDict()
-        self._keys: dict[tuple[str | None, object], tuple[object, str]] = {}
+        self._keys: dict[tuple[str, ...], str] = {}
         self._memo: tuple[Message, Message] | None = None
         self._scanned: tuple[Sequence[Message], int, tuple[int, ...]] | None = None
         self._keyed: tuple[object, ...] | None = None
@@ -225,30 +225,18 @@ class PromptCacheAdvisor:
         one, else of the last system text and the tool names, in order."""
         conversation = conversation_id_of(context)
         if conversation is not None:
-            cached = self._keys.get((conversation, None))
-            if cached is not None:
-                return cached[1]
-            key = _digest("conversation", conversation)
-            self._remember_key((conversation, None), None, key)
-            return key
-        system = None
-        for m in reversed(messages):
-            if isinstance(m, SystemMessage):
-                system = m.text
-                break
-        registry = options.tool_registry if options is not None else None
-        found = self._keys.get((system, id(registry)))
-        if found is not None and found[0] is registry:
-            return found[1]
-        names = [d.name for d in registry.definitions] if registry is not None else []
-        key = _digest("prompt", system or "", *names)
-        self._remember_key((system, id(registry)), registry, key)
+            where: tuple[str, ...] = ("conversation", conversation)
+        else:
+            system = _last_system_text(messages) or ""
+            names = [d.name for d in options.tool_registry.definitions] if options is not None else []
+            where = ("prompt", system, *names)
+        key = self._keys.get(where)  # a digest of a long system text is made once
+        if key is None:
+            key = _digest(*where)
+            if len(self._keys) >= _KEYS_KEPT:
+                self._keys.clear()
+            self._keys[where] = key
         return key
-
-    def _remember_key(self, where: tuple[str | None, object], registry: object, key: str) -> None:
-        if len(self._keys) >= _KEYS_KEPT:
-            self._keys.clear()
-        self._keys[where] = (registry, key)
 
     def _with_key(
         self,
