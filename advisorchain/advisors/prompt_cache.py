@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import hashlib
 import operator
+import threading
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -121,6 +122,7 @@ class PromptCacheAdvisor:
         self.ttl: CacheTtl = ttl
         self.order = check_order(order, inside=True)
         self._conversations: OrderedDict[str, _Call] = OrderedDict()
+        self._lock = threading.Lock()
         self._keys: dict[tuple[str, ...], str] = {}
         self._memo: tuple[Message, Message] | None = None
         self._scanned: tuple[Sequence[Message], int, tuple[int, ...]] | None = None
@@ -211,7 +213,7 @@ class PromptCacheAdvisor:
     def _marked(self, message: Message) -> Message:
         """``message`` with this advisor's mark; the system message of a loop is marked once."""
         memo = self._memo
-        if memo is not None and memo[0] is message:
+        if memo is not None and memo[0] is message and memo[1].metadata.get(CACHE_POINT) == self.ttl:
             return memo[1]
         marked = with_cache_point(message, self.ttl)
         if isinstance(message, SystemMessage):
@@ -337,10 +339,11 @@ class PromptCacheAdvisor:
             watch.run.put(self, watch.call)
             conversation = watch.request.context.get(_CONVERSATION)
             if conversation is not None:
-                self._conversations[conversation] = watch.call
-                self._conversations.move_to_end(conversation)
-                while len(self._conversations) > _CONVERSATIONS_KEPT:
-                    self._conversations.popitem(last=False)
+                with self._lock:  # one advisor may serve requests from several threads
+                    self._conversations[conversation] = watch.call
+                    self._conversations.move_to_end(conversation)
+                    while len(self._conversations) > _CONVERSATIONS_KEPT:
+                        self._conversations.popitem(last=False)
         return context
 
 
