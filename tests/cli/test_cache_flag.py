@@ -67,3 +67,30 @@ def test_without_cache_no_request_is_marked_and_no_share_is_shown(
     assert result.exit_code == 0, result.stderr
     assert "cache_control" not in str(script.bodies)
     assert "cached" not in result.stderr
+
+
+@pytest.mark.parametrize("cache", [True, False])
+def test_web_builds_its_agent_with_the_advisor_only_with_cache(cache: bool) -> None:
+    from advisorchain import FunctionChatModel, InMemoryChatMemoryRepository, PromptCacheAdvisor
+    from advisorchain.cli.web import WebSettings, _agent
+
+    settings = WebSettings(
+        FunctionChatModel(lambda prompt: "ok"),
+        "test:model",
+        None,
+        [],
+        [],
+        InMemoryChatMemoryRepository(),
+        "memory",
+        None,
+        False,
+        cache=cache,
+    )
+    found = [a for a in _agent(settings, []).default_advisors if isinstance(a, PromptCacheAdvisor)]
+    assert len(found) == (1 if cache else 0)
+
+
+@pytest.mark.parametrize("command", ["chat", "web"])
+def test_the_agent_commands_document_cache(command: str) -> None:
+    result = CliRunner().invoke(app, [command, "--help"], catch_exceptions=False)
+    assert result.exit_code == 0 and "--cache" in result.stdout
