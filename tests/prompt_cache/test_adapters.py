@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 pytest.importorskip("openai", reason="the openai extra is not installed")
 pytest.importorskip("anthropic", reason="the anthropic extra is not installed")
@@ -288,3 +290,28 @@ async def test_anthropic_recorded_traffic_reports_its_cache_fields(name: str, st
 def test_chat_options_cache_key_must_be_text() -> None:
     with pytest.raises(TypeError, match="cache_key"):
         ChatOptions(cache_key=7)  # type: ignore[arg-type]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.one_of(
+        st.text(max_size=6),
+        st.integers(),
+        st.floats(allow_nan=False),
+        st.booleans(),
+        st.lists(st.text(max_size=2)),
+    )
+)
+def test_any_cache_point_but_5m_or_1h_is_refused_by_every_adapter_mapping(value: object) -> None:
+    prompt = Prompt([UserMessage("q", {"cache_point": value})])
+    models: list[Any] = [
+        AnthropicChatModel("claude-x", base_url="http://127.0.0.1:9", api_key="k"),
+        OpenAIChatModel("gpt-x", base_url="http://127.0.0.1:9/v1", api_key="k"),
+        OpenAIResponsesChatModel("gpt-x", base_url="http://127.0.0.1:9/v1", api_key="k"),
+    ]
+    for model in models:
+        if value in ("5m", "1h"):
+            model.request_body(prompt)
+        else:
+            with pytest.raises(ValueError, match='"5m" or "1h"'):
+                model.request_body(prompt)
