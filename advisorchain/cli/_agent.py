@@ -82,6 +82,7 @@ class Agent:
     repository: ChatMemoryRepository
     knowledge: Any = None
     limits: UsageLimits | None = None
+    cache: bool = False
     guards: GuardKit | None = None
     memory: ChatMemory = field(init=False)
 
@@ -114,7 +115,8 @@ class Agent:
             self.manager,
             self.knowledge,
             self.limits,
-            self.guards,
+            cache=self.cache,
+            guards=self.guards,
         )
 
 
@@ -187,14 +189,17 @@ def agent_client(
     manager: Any,
     knowledge: Any = None,
     limits: UsageLimits | None = None,
+    *,
+    cache: bool = False,
     guards: GuardKit | None = None,
 ) -> ChatClient:
     """The agent every command runs (chat, demo, eval, web): memory outside the tool loop (a
     cancelled or failed turn stores nothing), the tool loop with ``manager``, the tools, the system
-    text, ``knowledge`` (``--knowledge``: a QuestionAnswerAdvisor, inside memory, outside the loop),
-    what each answer may spend (``--max-cost``, ``--max-requests``) and the guardrails (``--guard``,
-    ``--guard-words``)."""
-    from ..advisors import MessageChatMemoryAdvisor, ToolCallingAdvisor
+    text, ``knowledge`` (``--knowledge``: a QuestionAnswerAdvisor, inside memory, outside the loop) and
+    what each answer may spend (``--max-cost``, ``--max-requests``); ``cache`` (``--cache``): a
+    PromptCacheAdvisor with its defaults; ``guards`` (``--guard``, ``--guard-words``): the
+    guardrails."""
+    from ..advisors import MessageChatMemoryAdvisor, PromptCacheAdvisor, ToolCallingAdvisor
 
     results = guards.tool_results if guards is not None else ()
     advisors: list[Any] = [
@@ -202,6 +207,8 @@ def agent_client(
         ToolCallingAdvisor(manager, tool_result_guards=results),
         *(guards.advisors() if guards is not None else []),
     ]
+    if cache:
+        advisors.append(PromptCacheAdvisor())
     return ChatClient(
         model,
         default_system=system,
@@ -229,8 +236,17 @@ async def open_agent(
     model = ModelChoice.build(options.model)
     knowledge = open_knowledge_advisor(options.knowledge, stack)
     manager = ToolCallingManager(approver=approver(display, options.approve_all, stdin_is_terminal(), read))
-    guards = guard_kit(options)
-    agent = Agent(model, options.system, [], manager, repository, knowledge, options.budget.limits(), guards)
+    agent = Agent(
+        model,
+        options.system,
+        [],
+        manager,
+        repository,
+        knowledge,
+        options.budget.limits(),
+        options.cache,
+        guard_kit(options),
+    )
     stack.push_async_callback(agent.aclose)
     entered = [await stack.enter_async_context(server) for server in servers]
     agent.tools = [ShownTool(cb, display, capture=capture) for cb in tool_callbacks(*agent_tools, *entered)]

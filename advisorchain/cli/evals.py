@@ -149,6 +149,7 @@ def _agent(
     approve_all: bool,
     knowledge: Any = None,
     limits: UsageLimits | None = None,
+    cache: bool = False,
     guards: GuardKit | None = None,
 ) -> ChatClient:
     """The agent ``chat`` builds, each case a conversation of its own; approvals granted with
@@ -159,7 +160,7 @@ def _agent(
 
     manager = ToolCallingManager(approver=(lambda call, context: True) if approve_all else _deny_without_yes)
     memory = MessageWindowChatMemory(InMemoryChatMemoryRepository(), max_messages=MAX_MESSAGES)
-    return agent_client(model, system, tools, memory, manager, knowledge, limits, guards)
+    return agent_client(model, system, tools, memory, manager, knowledge, limits, cache=cache, guards=guards)
 
 
 # -- the command -------------------------------------------------------------------------------------
@@ -226,6 +227,7 @@ def eval_command(
     tools = load_tools(agent.tools)
     run = _Run(llm, agent.system, tools, servers, agent.approve_all, judge_model, agent.knowledge)
     run.limits = agent.budget.limits()
+    run.cache = agent.cache
     run.guards = guard_kit(agent)
     report = asyncio.run(run.evaluate(cases, evaluators, concurrency))
     report.print()
@@ -253,6 +255,7 @@ class _Run:
         self.model, self.system, self.tools, self.servers = model, system, tools, servers
         self.approve_all, self.judge, self.knowledge = approve_all, judge, knowledge
         self.limits: UsageLimits | None = None
+        self.cache = False
         self.guards: GuardKit | None = None
 
     async def evaluate(
@@ -266,6 +269,13 @@ class _Run:
             knowledge = open_knowledge_advisor(self.knowledge, stack)
             tools = [*self.tools, *entered]
             agent = _agent(
-                self.model, self.system, tools, self.approve_all, knowledge, self.limits, self.guards
+                self.model,
+                self.system,
+                tools,
+                self.approve_all,
+                knowledge,
+                self.limits,
+                self.cache,
+                self.guards,
             )
             return await aevaluate_cases(agent, cases, evaluators, concurrency=concurrency, progress=True)

@@ -54,6 +54,7 @@ class WebSettings:
     approve_all: bool
     knowledge: str | None = None
     limits: UsageLimits | None = None
+    cache: bool = False
     guards: GuardKit | None = None
 
 
@@ -68,7 +69,15 @@ def _agent(settings: WebSettings, mcp_tools: list[object], knowledge: Any = None
     memory = MessageWindowChatMemory(settings.repository, max_messages=MAX_MESSAGES)
     tools = [*settings.tools, *mcp_tools]
     return agent_client(
-        settings.model, settings.system, tools, memory, manager, knowledge, settings.limits, settings.guards
+        settings.model,
+        settings.system,
+        tools,
+        memory,
+        manager,
+        knowledge,
+        settings.limits,
+        cache=settings.cache,
+        guards=settings.guards,
     )
 
 
@@ -118,6 +127,7 @@ def web_command(agent: AgentOptions, host: str, port: int, debug: bool) -> int:
         agent.approve_all,
         agent.knowledge,
         agent.budget.limits(),
+        agent.cache,
         guard_kit(agent),
     )
     try:
