@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import inspect
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -186,8 +187,13 @@ async def in_worker_thread(fn: Callable[..., Any], *args: Any) -> Any:
 def _is_async(guard: object) -> bool:
     if inspect.iscoroutinefunction(guard):
         return True
-    call = getattr(guard, "__call__", None)  # noqa: B004 — a callable object's async __call__
-    return call is not None and inspect.iscoroutinefunction(call)
+    call = getattr(type(guard), "__call__", None)  # noqa: B004 — a callable object's async __call__
+    return call is not None and _async_method(call)
+
+
+@functools.lru_cache(maxsize=256)
+def _async_method(method: object) -> bool:
+    return inspect.iscoroutinefunction(method)
 
 
 def _verdict(value: object, name: str, kind: str) -> GuardResult:

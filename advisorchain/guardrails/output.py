@@ -77,6 +77,7 @@ class _Checkpoint:
         self.per_round = per_round
         self.released = ""  # the text of the answer the caller has, as checked
         self.tripped: GuardrailTripped | None = None
+        self._context: tuple[object, GuardContext] | None = None
 
     @property
     def name(self) -> str:
@@ -86,9 +87,11 @@ class _Checkpoint:
         if not self.per_round or request.context.get(AdvisorParams.TOOL_LOOP_ITERATION) in (None, 1):
             self.released = ""
 
-    async def _check(self, text: str, context: ChatClientRequest | ChatClientResponse) -> Verdict:
-        guard_context = GuardContext("output", **guard_context_values(context.context))
-        return await run_guards(self.owner.guards, text, guard_context)
+    async def _check(self, text: str, of: ChatClientRequest | ChatClientResponse) -> Verdict:
+        known = self._context
+        if known is None or known[0] is not of.context:  # the chunks of an answer share one context
+            known = self._context = (of.context, GuardContext("output", **guard_context_values(of.context)))
+        return await run_guards(self.owner.guards, text, known[1])
 
     def _trip(self, verdict: Verdict, partial: ChatResponse | None) -> GuardrailTripped:
         error = tripped_error(verdict, "output", partial)
@@ -135,12 +138,15 @@ class _Checkpoint:
     ) -> AsyncIterator[ChatClientResponse]:
         self._start(request)
         by_sentence = self.owner.release == "sentence"
-        aggregation = StreamAggregation()
+        aggregation = StreamAggregation()  # all but the text of plain text deltas (kept in pending)
+        context: object = None  # the context of the chunks taken in so far
         pending = ""  # text that arrived and is not released yet
         async with closing(chain.next_stream(request)) as stream:
             async for chunk in stream:
-                aggregation.add_client(chunk)
                 chat = chunk.chat_response
+                if chat is None or chunk.context is not context or not _plain_delta(chat):
+                    aggregation.add_client(chunk)
+                    context = chunk.context
                 text = chat.text if chat is not None else None
                 if not text:
                     continue
@@ -153,7 +159,7 @@ class _Checkpoint:
                     checked = self.released + pending[done:end]
                     verdict = await self._check(checked, chunk)
                     if not verdict.passed:
-                        raise self._trip(verdict, _partial(aggregation))
+                        raise self._trip(verdict, _with_text(aggregation.response(), self.released + pending))
                     out = self._take(verdict, checked)
                     done = end
                     if out:
@@ -172,7 +178,7 @@ class _Checkpoint:
             checked = self.released + pending
             verdict = await self._check(checked, whole)
             if not verdict.passed:
-                error = self._trip(verdict, chat)
+                error = self._trip(verdict, _with_text(chat, checked))
                 if by_sentence or self.owner.on_trip == "raise":
                     raise error
                 return finish_ending(error.message, whole.context, chat.metadata.usage, chat)
@@ -180,8 +186,18 @@ class _Checkpoint:
         return whole.copy(chat_response=_with_text(chat, out or None))
 
 
-def _partial(aggregation: StreamAggregation) -> ChatResponse:
-    return aggregation.response()
+def _plain_delta(chat: ChatResponse) -> bool:
+    """True for a chunk that is a text delta and nothing else (the aggregation need not see it:
+    its text is kept apart)."""
+    generations = chat.generations
+    if len(generations) != 1:
+        return False
+    first = generations[0]
+    output = first.output
+    meta = chat.metadata
+    return not (
+        output.tool_calls or output.metadata or first.finish_reason or meta.finish_reason or meta.usage
+    )
 
 
 def _placed(checkpoint: _Checkpoint, advisors: Sequence[object]) -> tuple[object, ...]:
@@ -244,17 +260,30 @@ class OutputGuardrailAdvisor:
         _, advisors = self._checkpoint(chain.copy(self).call_advisors)
         return await rebased(chain, advisors).next_call(request)  # type: ignore[arg-type]
 
-    async def advise_stream(
+    def advise_stream(
         self, request: ChatClientRequest, chain: StreamAdvisorChain
     ) -> AsyncIterator[ChatClientResponse]:
         checkpoint, advisors = self._checkpoint(chain.copy(self).stream_advisors)
         stream = rebased(chain, advisors).next_stream(request)  # type: ignore[arg-type]
+        if self.on_trip == "raise" or self.release == "answer":
+            return stream  # the checkpoint raises or ends the answer itself: nothing to add here
+        return self._finishing(stream, checkpoint, request, chain)
+
+    async def _finishing(
+        self,
+        stream: AsyncIterator[ChatClientResponse],
+        checkpoint: _Checkpoint,
+        request: ChatClientRequest,
+        chain: StreamAdvisorChain,
+    ) -> AsyncIterator[ChatClientResponse]:
+        """A sentence-mode stream with ``on_trip="finish"``: a trip the checkpoint raised (through
+        any memory, which so stores nothing) becomes the ``finish`` ending."""
         try:
             async with closing(stream):
                 async for chunk in stream:
                     yield chunk
         except GuardrailTripped as exc:
-            if exc is not checkpoint.tripped or self.on_trip != "finish":
+            if exc is not checkpoint.tripped:
                 raise
             partial = exc.partial_response
             usage = meter_usage(chain)

@@ -175,6 +175,10 @@ _SEED = re.compile(r"[0-9:]")
 """What every find but an e-mail address holds: an ASCII digit or a colon (IPv6)."""
 
 
+_SHORT = 2048
+"""Texts up to this length are looked at whole; longer ones only around their digits and colons."""
+
+
 def _regions(text: str) -> list[tuple[int, int]]:
     """The parts of ``text`` worth a closer look: around each digit or colon, from the safe cut
     before it to the safe cut after it (no find spans a safe cut), merged."""
@@ -204,7 +208,13 @@ def find_pii(text: str, kinds: Iterable[str] = PII_KINDS) -> list[tuple[int, int
     finds: list[_Find] = []
     if "email" in wanted:
         finds.extend(_emails(text))
-    for a, b in _regions(text) if wanted - {"email"} else ():
+    if not wanted - {"email"}:
+        regions: list[tuple[int, int]] = []
+    elif len(text) <= _SHORT:  # a sentence or so: one look at the whole (finding regions costs more)
+        regions = [(0, len(text))] if _SEED.search(text) else []
+    else:
+        regions = _regions(text)
+    for a, b in regions:
         if wanted & {"iban", "credit_card", "phone"}:
             finds.extend(f for f in _ibans(text, a, b) if f.kind != "iban" or "iban" in wanted)
         if wanted & {"credit_card", "phone"}:
@@ -237,6 +247,7 @@ def redact_pii(text: str, kinds: Iterable[str] = PII_KINDS) -> tuple[str, tuple[
 
 
 _CUT = re.compile(r"[^\w)\s]\s+")
+_END_CUT = re.compile(r"[^\w)\s]")
 """A place where scanning may start afresh: whitespace after punctuation (no find spans it)."""
 _OFFLOAD_CHARS: Final = 256 * 1024
 """Scans longer than this run in a worker thread, so a huge text never blocks the event loop."""
@@ -260,15 +271,20 @@ class _PiiGuard:
         its redacted form (an output guard in sentence mode is asked about the released, redacted
         text followed by the new sentences)."""
         last_in, last_out, last_found = self._last
-        if last_in and text.startswith(last_in):
+        if last_in and text.startswith(last_in) and _space_follows(text, len(last_in), last_in):
             head_in, head_out, found = len(last_in), last_out, last_found
-        elif last_out and last_out != last_in and text.startswith(last_out):
+        elif (
+            last_out
+            and last_out != last_in
+            and text.startswith(last_out)
+            and _space_follows(text, len(last_out), last_out)
+        ):
             head_in, head_out, found = len(last_out), last_out, ()  # redacted already: nothing in it
         else:
             head_in, head_out, found = 0, "", ()
         tail = text[head_in:]
         cut = _last_cut(tail)
-        first, found_first = redact_pii(tail[:cut], self.kinds)
+        first, found_first = redact_pii(tail[:cut], self.kinds) if cut else ("", ())
         rest, found_rest = redact_pii(tail[cut:], self.kinds) if cut < len(tail) else ("", ())
         if cut:
             self._last = (text[: head_in + cut], head_out + first, found + found_first)
@@ -292,8 +308,18 @@ class _PiiGuard:
         return f"pii_guard(kinds={self.kinds!r}, action={self.action!r})"
 
 
+def _space_follows(text: str, at: int, prefix: str) -> bool:
+    """Whether a scan may start afresh at ``at``: the prefix ends with whitespace, or the text ends
+    there or goes on with whitespace (a prefix cut right after its closing punctuation)."""
+    return prefix[-1:].isspace() or at == len(text) or text[at].isspace()
+
+
 def _last_cut(text: str) -> int:
-    """The last safe place in ``text`` to split a scan (no find spans it); 0 when there is none."""
+    """The last safe place in ``text`` to split a scan (no find spans it; a cut right after the
+    text's closing punctuation is safe only if whitespace follows, which ``_space_follows`` checks
+    when the cut is used); 0 when there is none."""
+    if len(text) > 1 and _END_CUT.match(text, len(text) - 1) and not text[-2].isspace():
+        return len(text)
     cut = 0
     for m in _CUT.finditer(text, max(0, len(text) - 4096)):
         cut = m.end()
