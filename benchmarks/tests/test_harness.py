@@ -40,6 +40,13 @@ def test_scenario_names_carry_rounds_chunks_and_latency() -> None:
     assert Scenario.name_for("weather", 200, 50) == "weather+k200+lat50"
 
 
+def test_the_sentence_option_ends_every_nth_delta_with_a_full_stop() -> None:
+    scenario = Scenario.parse("loop-0+k4+s2")
+    assert scenario.sentence_every == 2 and scenario.rounds == 0
+    assert scenario.expected_text(stream=True) == "w0 w1. w2 w3. "
+    assert Scenario.parse("loop-0+k3").expected_text(stream=True) == "w0 w1 w2 "
+
+
 def test_unknown_scenario_is_named_in_the_error() -> None:
     with pytest.raises(ValueError, match="'chess'"):
         Scenario.parse("chess")
