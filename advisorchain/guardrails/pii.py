@@ -265,23 +265,29 @@ class _PiiGuard:
         # (the text answered last time up to its last safe cut, that prefix's scan result)
         self._last: tuple[str, str, tuple[str, ...]] = ("", "", ())
 
-    def _scan(self, text: str) -> tuple[str, tuple[str, ...]]:
-        """``text`` redacted (``text`` itself when nothing was found) and the kinds found. What was
-        scanned last time up to a safe cut is not scanned again when ``text`` begins with it, or with
-        its redacted form (an output guard in sentence mode is asked about the released, redacted
-        text followed by the new sentences)."""
+    def _known(self, text: str) -> tuple[int, str, tuple[str, ...]]:
+        """How much of ``text`` was scanned before: its length, its redacted form, the kinds found
+        in it. What was scanned last time up to a safe cut is not scanned again when ``text``
+        begins with it, or with its redacted form (an output guard in sentence mode is asked about
+        the released, redacted text followed by the new sentences)."""
         last_in, last_out, last_found = self._last
         if last_in and text.startswith(last_in) and _space_follows(text, len(last_in), last_in):
-            head_in, head_out, found = len(last_in), last_out, last_found
-        elif (
+            return len(last_in), last_out, last_found
+        if (
             last_out
             and last_out != last_in
             and text.startswith(last_out)
             and _space_follows(text, len(last_out), last_out)
         ):
-            head_in, head_out, found = len(last_out), last_out, ()  # redacted already: nothing in it
-        else:
-            head_in, head_out, found = 0, "", ()
+            return len(last_out), last_out, ()  # redacted already: nothing in it
+        return 0, "", ()
+
+    def _scan(
+        self, text: str, known: tuple[int, str, tuple[str, ...]] | None = None
+    ) -> tuple[str, tuple[str, ...]]:
+        """``text`` redacted (``text`` itself when nothing was found) and the kinds found; only
+        what follows the part scanned before (``_known``) is scanned."""
+        head_in, head_out, found = self._known(text) if known is None else known
         tail = text[head_in:]
         cut = _last_cut(tail)
         first, found_first = redact_pii(tail[:cut], self.kinds) if cut else ("", ())
@@ -294,10 +300,11 @@ class _PiiGuard:
         return head_out + first + rest, found_all
 
     async def __call__(self, text: str, context: GuardContext) -> GuardResult:
-        if len(text) > _OFFLOAD_CHARS:
-            out, found = await in_worker_thread(self._scan, text)
+        known = self._known(text)
+        if len(text) - known[0] > _OFFLOAD_CHARS:  # a long scan never blocks the event loop
+            out, found = await in_worker_thread(self._scan, text, known)
         else:
-            out, found = self._scan(text)
+            out, found = self._scan(text, known)
         if not found:
             return GuardResult(True)
         if self.action == "block":
