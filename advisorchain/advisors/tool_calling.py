@@ -8,6 +8,7 @@ the stream path share one family of async hooks (``do_*``) that subclasses overr
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import json
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -43,7 +44,18 @@ from .chain import CallAdvisorChain, StreamAdvisorChain, checked_request, checke
 from .history import HistoryReplacement, replace_history, replacements_in
 from .vocabulary import TOOL_CALLING_ORDER, AdvisorParams, ToolAdvisor, check_order
 
-__all__ = ["ToolCallingAdvisor"]
+__all__ = ["ToolCallingAdvisor", "end_tool_loop"]
+
+_ENDS: contextvars.ContextVar[list[bool] | None] = contextvars.ContextVar("advisorchain_loop_end", default=None)
+
+
+def end_tool_loop() -> None:
+    """Called by a tool while its round runs (a handoff): the loop ends once the round's tools ran,
+    without calling the model again; its last response's context holds the history
+    (``AdvisorParams.CONVERSATION_HISTORY``, the round's tool responses last)."""
+    ends = _ENDS.get()
+    if ends is not None:
+        ends.append(True)
 
 
 def _default_eligibility(response: ChatResponse | None) -> bool:
@@ -63,6 +75,7 @@ class _Loop:
     replacements: list[HistoryReplacement] = field(default_factory=list)
     meter: RunMeter | None = None
     inner: Sequence[object] = ()  # the advisors inside the loop (a memory there holds history too)
+    offset: int = 0  # rounds of this turn before the loop (a handoff's target continues the turn)
 
 
 @dataclass(frozen=True, slots=True)
@@ -251,6 +264,8 @@ class ToolCallingAdvisor(ToolAdvisor):
         ran = len(_calls_that_ran(chat, decisions)) if meter is not None else 0
         if meter is not None and meter.limits is not None:
             meter.before_tool_calls(ran)  # the run's tool_calls_limit: the round runs whole or not at all
+        ends: list[bool] = []
+        token = _ENDS.set(ends)
         try:
             result = await self._run_round(prompt, chat, decisions)
         except ToolCallLimitExceeded as exc:
@@ -263,10 +278,15 @@ class ToolCallingAdvisor(ToolAdvisor):
                 model=chat.metadata.model,
             )
             return _Stop(with_total_usage(response, loop.usages, limited), synthetic=True)
+        finally:
+            _ENDS.reset(token)
         if meter is not None:
             meter.ran_tool_calls(ran)
         self._check_malformed(loop, chat, decisions, result)
         loop.history = result.conversation_history
+        if ends:  # a tool ended the loop: the round's end, with the history, is the loop's answer
+            ended = response.copy(context={**response.context, AdvisorParams.CONVERSATION_HISTORY: loop.history})
+            return _Stop(with_total_usage(ended, loop.usages), synthetic=True, approval=True)
         if result.return_direct:
             direct = ChatResponse(
                 ToolExecutionResult.build_generations(result),
@@ -415,8 +435,11 @@ class ToolCallingAdvisor(ToolAdvisor):
         """The round's request after ``do_before_call``, its context naming the round."""
         if _overrides(type(self), "do_before_call"):
             request = checked_request(await self.do_before_call(request, chain), self, "do_before_call")
+        if loop.iteration == 0:  # a loop continued in the same turn (a handoff) numbers its rounds after it
+            given = request.context.get(AdvisorParams.TOOL_LOOP_ITERATION)
+            loop.offset = given if type(given) is int else 0
         return request.copy(
-            context={**request.context, AdvisorParams.TOOL_LOOP_ITERATION: loop.iteration + 1}
+            context={**request.context, AdvisorParams.TOOL_LOOP_ITERATION: loop.offset + loop.iteration + 1}
         )
 
     async def _after_call(
