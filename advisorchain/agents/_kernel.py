@@ -17,3 +17,19 @@ def emit_handoff(chain: Any, source: str, target: str) -> None:
 
 def current_run() -> Any:
     return None
+
+
+def nested_settings(spec: Any, parent: Any) -> Any:
+    return spec
+
+
+class _NoEvents:
+    async def __aenter__(self) -> None:
+        return None
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None
+
+
+def sub_run_events(parent: Any, spec: Any, call_id: str, name: str) -> Any:
+    return _NoEvents()
