@@ -46,7 +46,7 @@ from .vocabulary import TOOL_CALLING_ORDER, AdvisorParams, ToolAdvisor, check_or
 
 __all__ = ["ToolCallingAdvisor", "end_tool_loop"]
 
-_ENDS: contextvars.ContextVar[list[bool] | None] = contextvars.ContextVar("advisorchain_loop_end", default=None)
+_ENDS: contextvars.ContextVar[list[bool] | None] = contextvars.ContextVar("advisorchain_end", default=None)
 
 
 def end_tool_loop() -> None:
@@ -285,7 +285,8 @@ class ToolCallingAdvisor(ToolAdvisor):
         self._check_malformed(loop, chat, decisions, result)
         loop.history = result.conversation_history
         if ends:  # a tool ended the loop: the round's end, with the history, is the loop's answer
-            ended = response.copy(context={**response.context, AdvisorParams.CONVERSATION_HISTORY: loop.history})
+            history = {AdvisorParams.CONVERSATION_HISTORY: loop.history}
+            ended = response.copy(context={**response.context, **history})
             return _Stop(with_total_usage(ended, loop.usages), synthetic=True, approval=True)
         if result.return_direct:
             direct = ChatResponse(

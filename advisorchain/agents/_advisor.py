@@ -19,7 +19,6 @@ from .. import observability as obs
 from .._streams import closing
 from ..advisors.tool_calling import ToolCallingAdvisor, end_tool_loop
 from ..advisors.vocabulary import AdvisorParams, MemoryAdvisor, check_order
-from ._kernel import CallAdvisorChain, StreamAdvisorChain, emit_handoff, rebased
 from ..errors import ChainConfigurationError
 from ..messages import AssistantMessage, Message, SystemMessage, ToolCall
 from ..model import (
@@ -35,6 +34,7 @@ from ..model import (
 from ..tools.api import ToolContext, ToolDefinition
 from ..tools.callbacks import FixedTool
 from ._agent import Agent, AgentGraph, Route, check_agent, graph_of
+from ._kernel import CallAdvisorChain, StreamAdvisorChain, emit_handoff, rebased
 
 __all__ = ["AGENT_PARAM", "HandoffAdvisor", "newest_agent"]
 
@@ -42,6 +42,7 @@ AGENT_PARAM = "advisorchain.agent.start"
 """The request param ``spec.agent(agent, resume=...)`` sets: ``(agent, resume)``."""
 
 _NO_PARAMETERS = {"type": "object", "properties": {}}
+_ONE_PER_ROUND = "Error: only one handoff per round; the conversation went to "
 
 
 class HandoffAdvisor:
@@ -236,9 +237,9 @@ class _Turn:
         first = next((c for c in self.round_calls if c.name in routes), None)
         if first is not None and call_id is not None and any(c.id == call_id for c in self.round_calls):
             if first.id != call_id:
-                return f"Error: only one handoff per round; the conversation went to {routes[first.name].target.name}"
+                return _ONE_PER_ROUND + routes[first.name].target.name
         elif self.pending is not None:
-            return f"Error: only one handoff per round; the conversation went to {self.pending.target.name}"
+            return _ONE_PER_ROUND + self.pending.target.name
         self.pending = route
         end_tool_loop()
         return f"Transferred to {route.target.name}."
@@ -254,10 +255,9 @@ class _Turn:
             if tagged is not chat:
                 chunk = chunk.copy(chat_response=tagged)
         context = chunk.context
-        if (
-            context.get(AdvisorParams.ACTIVE_AGENT) != self.agent.name
-            or context.get(AdvisorParams.HANDOFFS) != tuple(self.handoffs)
-        ):
+        if context.get(AdvisorParams.ACTIVE_AGENT) != self.agent.name or context.get(
+            AdvisorParams.HANDOFFS
+        ) != tuple(self.handoffs):
             chunk = chunk.copy(context=self.context_of(context))
         return chunk
 
@@ -305,7 +305,8 @@ class _AgentModel:
     @property
     def model_name(self) -> str:
         inner = self._inner
-        return str(getattr(inner, "model_name", None) or getattr(inner, "model", None) or type(inner).__name__)
+        name = getattr(inner, "model_name", None) or getattr(inner, "model", None)
+        return str(name or type(inner).__name__)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)

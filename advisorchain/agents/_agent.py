@@ -24,9 +24,7 @@ __all__ = ["Agent", "AgentGraph", "Handoff", "InputFilter", "graph_of"]
 
 _NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
-InputFilter: TypeAlias = Callable[
-    [tuple[Message, ...]], Sequence[Message] | Awaitable[Sequence[Message]]
-]
+InputFilter: TypeAlias = Callable[[tuple[Message, ...]], Sequence[Message] | Awaitable[Sequence[Message]]]
 """``input_filter(messages) -> messages`` (sync or async): the history a handoff's target is sent."""
 
 
@@ -76,7 +74,8 @@ class Agent:
         for h in handoffs:
             if not isinstance(h, Agent | Handoff | str):
                 raise TypeError(
-                    f"Agent {self.name!r}: a handoff must be an Agent, a Handoff or an agent's name, got {h!r}"
+                    f"Agent {self.name!r}: a handoff must be an Agent, a Handoff or an agent's name, "
+                    f"got {h!r}"
                 )
         object.__setattr__(self, "handoffs", handoffs)
         if self.options is not None and not isinstance(self.options, ChatOptions):
@@ -180,20 +179,21 @@ def _build_graph(start: Agent) -> AgentGraph:
             )
         agents[agent.name] = agent
         for item in agent.handoffs:
-            target = _as_handoff(item).agent
-            if isinstance(target, Agent):
-                todo.append(target)
+            reached = _as_handoff(item).agent
+            if isinstance(reached, Agent):
+                todo.append(reached)
     routes: dict[str, dict[str, Route]] = {}
     for agent in agents.values():
         mine: dict[str, Route] = {}
         for item in agent.handoffs:
             handoff = _as_handoff(item)
-            target = agents.get(handoff.target_name)
-            if target is None:
+            found = agents.get(handoff.target_name)
+            if found is None:
                 raise ChainConfigurationError(
                     f"agent {agent.name!r} hands off to {handoff.target_name!r}, which is not an agent "
                     f"of the graph (it has {sorted(agents)!r})"
                 )
+            target: Agent = found
             name = handoff.tool_name or f"transfer_to_{target.name}"
             if name in mine:
                 raise ChainConfigurationError(

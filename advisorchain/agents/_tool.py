@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..advisors.vocabulary import AdvisorParams
 from ..errors import ToolError, UsageLimitExceeded
@@ -19,8 +19,12 @@ from ..tools.callbacks import ParsedTool
 from ._agent import Agent, check_agent
 from ._kernel import current_run, nested_settings, sub_run_events
 
-if TYPE_CHECKING:
-    from ..client import ChatClient
+
+class ChatClient(Protocol):
+    """What an agent tool needs of its client (a ``ChatClient``)."""
+
+    def prompt(self, prompt: str) -> Any: ...
+
 
 __all__ = ["AgentTool", "NestedRunError", "agent_tool"]
 
@@ -85,7 +89,8 @@ def _refused_by_caller(error: UsageLimitExceeded, parent: Any) -> bool:
     limits = getattr(meter, "limits", None)
     if meter is None or limits is None:
         return False
-    return getattr(limits, error.limit_name, None) == error.limit and error.run_usage == meter.run_usage()
+    same_limit = getattr(limits, error.limit_name, None) == error.limit
+    return bool(same_limit and error.run_usage == meter.run_usage())
 
 
 def agent_tool(client: ChatClient, *, name: str, description: str, agent: Agent | None = None) -> AgentTool:
