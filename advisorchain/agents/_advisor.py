@@ -174,6 +174,10 @@ class HandoffAdvisor:
             pass
         emit_handoff(chain, source.name, route.target.name)
         context = dict(request.context)
+        context.pop(AdvisorParams.TOOL_APPROVALS, None)  # a decided round ran: its decisions are spent
+        resumed = stop.context.get(AdvisorParams.RESUMED_TOOL_RESPONSES)
+        if resumed is not None:  # memory outside the loop stores the decided round's responses
+            context[AdvisorParams.RESUMED_TOOL_RESPONSES] = resumed
         rounds = stop.context.get(AdvisorParams.TOOL_LOOP_ITERATION)
         if isinstance(rounds, int):  # the target's loop numbers its rounds after the old agent's
             context[AdvisorParams.TOOL_LOOP_ITERATION] = rounds
