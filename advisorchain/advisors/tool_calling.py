@@ -8,7 +8,6 @@ the stream path share one family of async hooks (``do_*``) that subclasses overr
 
 from __future__ import annotations
 
-import contextvars
 import dataclasses
 import json
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -16,8 +15,10 @@ from dataclasses import dataclass, field
 from typing import ClassVar, Literal
 
 from .._checks import check_int
-from .._run_meter import RunMeter, limit_ending
+from .._run_meter import limit_ending
 from .._streams import closing
+from ..chain import CallAdvisorChain, Run, StreamAdvisorChain, checked_request, checked_response, current_run
+from ..chain.vocabulary import TOOL_CALLING_ORDER, AdvisorParams, ToolAdvisor, check_order
 from ..errors import (
     ChainConfigurationError,
     MaxIterationsExceeded,
@@ -40,22 +41,20 @@ from ..model import (
 from ..tools.approvals import Decision, Denied
 from ..tools.manager import NOT_EXECUTED, ToolCallingManager, ToolCallingManagerProtocol, ToolExecutionResult
 from . import approval
-from .chain import CallAdvisorChain, StreamAdvisorChain, checked_request, checked_response, run_meter
 from .history import HistoryReplacement, replace_history, replacements_in
-from .vocabulary import TOOL_CALLING_ORDER, AdvisorParams, ToolAdvisor, check_order
 
 __all__ = ["ToolCallingAdvisor", "end_tool_loop"]
 
-_ENDS: contextvars.ContextVar[list[bool] | None] = contextvars.ContextVar("advisorchain_end", default=None)
+_END = object()  # the run slot a tool sets to end the tool loop after its round
 
 
 def end_tool_loop() -> None:
     """Called by a tool while its round runs (a handoff): the loop ends once the round's tools ran,
     without calling the model again; its last response's context holds the history
     (``AdvisorParams.CONVERSATION_HISTORY``, the round's tool responses last)."""
-    ends = _ENDS.get()
-    if ends is not None:
-        ends.append(True)
+    run = current_run()
+    if run is not None:
+        run.put(_END, True)
 
 
 def _default_eligibility(response: ChatResponse | None) -> bool:
@@ -73,7 +72,7 @@ class _Loop:
     usages: list[Usage | None] = field(default_factory=list)
     malformed_rounds: int = 0
     replacements: list[HistoryReplacement] = field(default_factory=list)
-    meter: RunMeter | None = None
+    run: Run = field(default_factory=Run)
     inner: Sequence[object] = ()  # the advisors inside the loop (a memory there holds history too)
     offset: int = 0  # rounds of this turn before the loop (a handoff's target continues the turn)
 
@@ -133,7 +132,7 @@ class ToolCallingAdvisor(ToolAdvisor):
     async def advise_call(self, request: ChatClientRequest, chain: CallAdvisorChain) -> ChatClientResponse:
         request = await self._initialize(request, chain)
         inner = chain.copy(self)
-        loop = _Loop(meter=run_meter(chain), inner=inner.call_advisors)
+        loop = _Loop(run=chain.run, inner=inner.call_advisors)
         try:
             resumed = (
                 await self._resume(loop, request, inner.call_advisors)
@@ -158,7 +157,7 @@ class ToolCallingAdvisor(ToolAdvisor):
     ) -> AsyncIterator[ChatClientResponse]:
         request = await self._initialize(request, chain)
         inner = chain.copy(self)
-        loop = _Loop(meter=run_meter(chain), inner=inner.stream_advisors)
+        loop = _Loop(run=chain.run, inner=inner.stream_advisors)
         try:
             resumed = (
                 await self._resume(loop, request, inner.stream_advisors)
@@ -260,17 +259,17 @@ class ToolCallingAdvisor(ToolAdvisor):
     ) -> ChatClientRequest | _Stop:
         """Run the round's tool calls (the decided ones, when approvals were needed); the next
         round's request, or the loop's end."""
-        meter = loop.meter
-        ran = len(_calls_that_ran(chat, decisions)) if meter is not None else 0
-        if meter is not None and meter.limits is not None:
-            meter.before_tool_calls(ran)  # the run's tool_calls_limit: the round runs whole or not at all
-        ends: list[bool] = []
-        token = _ENDS.set(ends)
+        run = loop.run
+        meter = run.meter
+        ran = len(_calls_that_ran(chat, decisions))
+        meter.before_tool_calls(ran)  # the run's tool_calls_limit: the round runs whole or not at all
         try:
-            result = await self._run_round(prompt, chat, decisions)
+            await run.wait_gates()  # what must pass before any tool of the run runs (input guards)
+            with run.active():  # tools (and requests they make) find their run
+                result = await self._run_round(prompt, chat, decisions)
         except ToolCallLimitExceeded as exc:
-            if meter is not None:
-                meter.ran_tool_calls(_executed_before_limit(exc, ran))
+            run.put(_END, None)  # the limit ends the loop whatever a tool asked
+            meter.ran_tool_calls(_executed_before_limit(exc, ran))
             limited = ChatResponse.of(
                 AssistantMessage(f"I stopped calling tools: {exc}."),
                 FinishReason.TOOL_CALL_LIMIT_EXCEEDED,
@@ -278,13 +277,11 @@ class ToolCallingAdvisor(ToolAdvisor):
                 model=chat.metadata.model,
             )
             return _Stop(with_total_usage(response, loop.usages, limited), synthetic=True)
-        finally:
-            _ENDS.reset(token)
-        if meter is not None:
-            meter.ran_tool_calls(ran)
+        meter.ran_tool_calls(ran)
         self._check_malformed(loop, chat, decisions, result)
         loop.history = result.conversation_history
-        if ends:  # a tool ended the loop: the round's end, with the history, is the loop's answer
+        if run.get(_END):  # a tool ended the loop: the round's end, with the history, is the loop's answer
+            run.put(_END, None)
             history = {AdvisorParams.CONVERSATION_HISTORY: loop.history}
             ended = response.copy(context={**response.context, **history})
             return _Stop(with_total_usage(ended, loop.usages), synthetic=True, approval=True)
@@ -513,7 +510,7 @@ def _usage_stop(
 ) -> _Stop:
     """The loop's end on a usage limit of the run whose limits say ``on_exceeded="finish"`` (one
     answer saying which limit was hit, like a tool-call limit); otherwise ``error`` propagates."""
-    ending = limit_ending(error, loop.meter, after_text=after_text)
+    ending = limit_ending(error, loop.run.meter, after_text=after_text)
     if ending is None:
         raise error
     return _Stop(ChatClientResponse(ending, request.context), synthetic=True)

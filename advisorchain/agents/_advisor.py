@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 from .. import observability as obs
 from .._streams import closing
 from ..advisors.tool_calling import ToolCallingAdvisor, end_tool_loop
-from ..advisors.vocabulary import AdvisorParams, MemoryAdvisor, check_order
+from ..chain.vocabulary import AdvisorParams, MemoryAdvisor, check_order
 from ..errors import ChainConfigurationError
 from ..messages import AssistantMessage, Message, SystemMessage, ToolCall
 from ..model import (

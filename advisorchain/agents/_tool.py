@@ -11,7 +11,7 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from ..advisors.vocabulary import AdvisorParams
+from ..chain.vocabulary import AdvisorParams
 from ..errors import ToolError, UsageLimitExceeded
 from ..model import FinishReason
 from ..tools.api import ToolContext, ToolDefinition
@@ -62,9 +62,9 @@ class AgentTool(ParsedTool):
         if self._agent is not None:
             spec.agent(self._agent, resume=False)
         parent = current_run()
-        spec = nested_settings(spec, parent)
         call_id = context.tool_call_id if context is not None else None
-        async with sub_run_events(parent, spec, call_id or "", name):
+        async with sub_run_events(parent, call_id or "", name) as listener:
+            spec = nested_settings(spec, parent, listener)
             try:
                 response = await spec.acall().chat_client_response()
             except asyncio.CancelledError:

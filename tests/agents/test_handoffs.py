@@ -415,8 +415,10 @@ def test_a_client_with_a_handoff_advisor_gets_no_second_one() -> None:
     advisor = HandoffAdvisor(triage)
     model = ScriptedChatModel(["x"])
     client = ChatClient(model, default_advisors=[advisor], default_agent=triage)
-    built = client.prompt("q")._build()
+    _, built = client.prompt("q")._build()
     assert [a for a in built.advisors if isinstance(a, HandoffAdvisor)] == [advisor]
+    _, plain = ChatClient(model, default_agent=triage).prompt("q")._build()
+    assert [type(a) for a in plain.advisors if isinstance(a, HandoffAdvisor)] == [HandoffAdvisor]
     assert HandoffAdvisor.DEFAULT_ORDER == HandoffAdvisor.DEFAULT_ORDER
     from advisorchain import ToolCallingAdvisor
 
