@@ -71,6 +71,7 @@ class AgentTool(ParsedTool):
                 raise
             except UsageLimitExceeded as exc:
                 if _refused_by_caller(exc, parent):
+                    exc.ends_the_run = True  # type: ignore[attr-defined]  # the manager lets it through
                     raise  # the calling run's budget: its loop ends or raises, as for its own calls
                 raise NestedRunError(str(exc)) from exc
             except Exception as exc:

@@ -17,13 +17,7 @@ from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
 from .. import observability as obs
 from .._checks import check_int, check_seconds
 from .._tool_types import EMPTY_REGISTRY, ToolRegistry
-from ..errors import (
-    ChainConfigurationError,
-    ToolCallLimitExceeded,
-    ToolError,
-    ToolExecutionError,
-    UsageLimitExceeded,
-)
+from ..errors import ChainConfigurationError, ToolCallLimitExceeded, ToolError, ToolExecutionError
 from ..messages import AssistantMessage, Message, ToolCall, ToolResponse, ToolResponseMessage, UserMessage
 from ..model import ChatOptions, ChatResponse, FinishReason, Generation, Prompt
 from .api import InvalidToolArgumentsError, ToolCallback, ToolContext, ToolDefinition
@@ -277,11 +271,13 @@ class ToolCallingManager:
             pending = callback.call(call.arguments if arguments else "{}", context)
         try:
             result = await (pending if self.tool_timeout is None else self._with_timeout(pending, call.name))
-        except (_ToolFailure, UsageLimitExceeded):  # a run's usage limit (an agent tool's) ends the run
+        except _ToolFailure:
             raise
         except ToolError as exc:  # told to the model as it is (InvalidToolArgumentsError, McpToolError...)
             raise _ToolFailure(str(exc)) from (exc.__cause__ if getattr(exc, "relays_cause", False) else exc)
         except Exception as exc:
+            if getattr(exc, "ends_the_run", False):  # the calling run's budget, spent in an agent tool
+                raise
             detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
             raise _ToolFailure(
                 f"tool {call.name!r} failed with {detail}; check the arguments or answer without it"
