@@ -81,6 +81,7 @@ class AgentOptions:
     approve_all: bool
     knowledge: str | None = None
     budget: BudgetOptions = BudgetOptions()
+    agents: str | None = None
 
 
 def _model_flags(default: str | None, help: str) -> list[Callable[[Any], Any]]:
@@ -120,6 +121,13 @@ _AGENT_FLAGS: list[Callable[[Any], Any]] = [
         metavar="URL",
         help="Answer from a knowledge base built by 'advisorchain index': sqlite:///kb.db or "
         "postgresql://… (the sources cited are shown under the answer).",
+    ),
+    click.option(
+        "--agents",
+        "agents",
+        metavar="FILE",
+        help="A YAML file of agents (name, instructions, description, tools, handoffs, model); the "
+        "first one starts and hands the conversation over to the others.",
     ),
 ]
 
