@@ -160,10 +160,15 @@ async def _agents_sdk(base_url: str) -> dict[str, float]:
         """The amount and state of an invoice."""
         return INVOICE
 
-    model = OpenAIChatCompletionsModel("handoffs", openai_client=AsyncOpenAI(base_url=base_url, api_key="bench"))
+    client = AsyncOpenAI(base_url=base_url, api_key="bench")
+    model = OpenAIChatCompletionsModel("handoffs", openai_client=client)
     answer = Agent(name="answer", instructions="Write the final answer.", model=model)
     billing = Agent(
-        name="billing", instructions="You are billing.", model=model, tools=[lookup_invoice], handoffs=[answer]
+        name="billing",
+        instructions="You are billing.",
+        model=model,
+        tools=[lookup_invoice],
+        handoffs=[answer],
     )
     triage = Agent(name="triage", instructions="Route the customer.", model=model, handoffs=[billing])
 

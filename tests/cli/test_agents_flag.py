@@ -81,9 +81,15 @@ def test_chat_names_the_answering_agent_and_shows_the_handoff(
     ("text", "message"),
     [
         ("agents:\n  - name: a\n    colour: red\n", "agent 'a': unknown key 'colour'"),
-        ("agents:\n  - name: a\n    tools: [cli_tools:nothing_here]\n", "agent 'a': tool 'cli_tools:nothing_here'"),
+        (
+            "agents:\n  - name: a\n    tools: [cli_tools:nothing_here]\n",
+            "agent 'a': tool 'cli_tools:nothing_here'",
+        ),
         ("agents:\n  - name: a\n    tools: [no_such_module:x]\n", "agent 'a': tool 'no_such_module:x'"),
-        ("agents:\n  - name: a\n    handoffs: [b]\n", "agent 'a' hands off to 'b', which the file does not define"),
+        (
+            "agents:\n  - name: a\n    handoffs: [b]\n",
+            "agent 'a' hands off to 'b', which the file does not define",
+        ),
         ("agents:\n  - name: bad name\n", "agent 'bad name'"),
         ("agents:\n  - name: a\n  - name: a\n", "two agents are named 'a'"),
         ("agent:\n  - name: a\n", "unknown key 'agent'"),
