@@ -34,7 +34,7 @@ from ..model import (
 from ..tools.api import ToolContext, ToolDefinition
 from ..tools.callbacks import FixedTool
 from ._agent import Agent, AgentGraph, Route, check_agent, graph_of
-from ._kernel import CallAdvisorChain, StreamAdvisorChain, emit_handoff, rebased
+from ._kernel import CallAdvisorChain, StreamAdvisorChain, current_run, emit_handoff, rebased
 
 __all__ = ["AGENT_PARAM", "HandoffAdvisor", "newest_agent"]
 
@@ -42,6 +42,7 @@ AGENT_PARAM = "advisorchain.agent.start"
 """The request param ``spec.agent(agent, resume=...)`` sets: ``(agent, resume)``."""
 
 _NO_PARAMETERS = {"type": "object", "properties": {}}
+_TURN = object()  # the run slot holding the turn of the HandoffAdvisor running in it
 _ONE_PER_ROUND = "Error: only one handoff per round; the conversation went to "
 
 
@@ -75,6 +76,7 @@ class HandoffAdvisor:
     async def advise_call(self, request: ChatClientRequest, chain: CallAdvisorChain) -> ChatClientResponse:
         rest = chain.copy(self).call_advisors
         turn = await self._begin(request, rest)
+        chain.run.put(_TURN, turn)
         current = turn.shaped(request, request.prompt.instructions)
         usages: list[Usage | None] = []
         while True:
@@ -92,6 +94,7 @@ class HandoffAdvisor:
     ) -> AsyncIterator[ChatClientResponse]:
         rest = chain.copy(self).stream_advisors
         turn = await self._begin(request, rest)
+        chain.run.put(_TURN, turn)
         current = turn.shaped(request, request.prompt.instructions)
         usages: list[Usage | None] = []
         while True:
@@ -169,9 +172,10 @@ class HandoffAdvisor:
                 )
         turn.handoffs.append((source.name, route.target.name))
         turn.agent = route.target
-        attributes = {"advisorchain.handoff.from": source.name, "advisorchain.handoff.to": route.target.name}
-        with obs.span(f"handoff {source.name} -> {route.target.name}", attributes):
-            pass
+        if obs.tracing_enabled():
+            attributes = {"advisorchain.handoff.from": source.name, "advisorchain.handoff.to": route.target.name}
+            with obs.span(f"handoff {source.name} -> {route.target.name}", attributes):
+                pass
         emit_handoff(chain, source.name, route.target.name)
         context = dict(request.context)
         context.pop(AdvisorParams.TOOL_APPROVALS, None)  # a decided round ran: its decisions are spent
@@ -211,10 +215,24 @@ class _Turn:
                 SystemMessage(agent.instructions),
                 *(m for m in instructions if not isinstance(m, SystemMessage)),
             )
-        options = self.base.prompt.options
-        if agent.options is not None:
-            options = agent.options.merged_over(options)
-        handoff_tools = [_HandoffTool(route, self) for route in self.graph.routes[agent.name].values()]
+        context = {
+            **request.context,
+            AdvisorParams.ACTIVE_AGENT: agent.name,
+            AdvisorParams.HANDOFFS: tuple(self.handoffs),
+        }
+        return ChatClientRequest(Prompt(tuple(instructions), self.options(agent)), context)
+
+    def options(self, agent: Agent) -> ChatOptions | None:
+        """The request's options with ``agent``'s laid over and its tools and handoff tools added
+        (kept per agent for the last options object seen: a client's requests share theirs)."""
+        base = self.base.prompt.options
+        cache = self.graph.cache
+        key = ("options", agent.name)
+        kept = cache.get(key)
+        if kept is not None and kept[0] is base:
+            return kept[1]  # type: ignore[no-any-return]
+        options = base if agent.options is None else agent.options.merged_over(base)
+        handoff_tools = _handoff_tools(self.graph, agent)
         taken = {c.definition.name for c in (options.tool_callbacks if options is not None else ())}
         taken.update(c.definition.name for c in agent.tool_callbacks())
         for tool in handoff_tools:
@@ -226,12 +244,9 @@ class _Turn:
         added = (*agent.tool_callbacks(), *handoff_tools)
         if added:
             options = ChatOptions(tool_callbacks=added).merged_over(options)
-        context = {
-            **request.context,
-            AdvisorParams.ACTIVE_AGENT: agent.name,
-            AdvisorParams.HANDOFFS: tuple(self.handoffs),
-        }
-        return ChatClientRequest(Prompt(tuple(instructions), options), context)
+        if not agent.has_tool_sources:  # a tool source's tools can change: asked again each time
+            cache[key] = (base, options)
+        return options
 
     def claim(self, route: Route, call_id: str | None) -> str:
         """A handoff call's answer: the first handoff call of the round hands over."""
@@ -282,17 +297,30 @@ class _Turn:
 
 
 class _HandoffTool(FixedTool):
-    """The tool a handoff gives the model: no parameters; its call hands the conversation over."""
+    """The tool a handoff gives the model: no parameters; its call hands the conversation over
+    (the turn of the run it runs in decides how)."""
 
-    __slots__ = ("_route", "_turn")
+    __slots__ = ("_route",)
 
-    def __init__(self, route: Route, turn: _Turn) -> None:
+    def __init__(self, route: Route) -> None:
         super().__init__(ToolDefinition(route.tool_name, route.description, _NO_PARAMETERS))
         self._route = route
-        self._turn = turn
 
     async def call(self, arguments: str, context: ToolContext | None) -> str:
-        return self._turn.claim(self._route, context.tool_call_id if context is not None else None)
+        run = current_run()
+        turn = run.get(_TURN) if run is not None else None
+        if not isinstance(turn, _Turn):
+            return f"Error: {self._route.tool_name} hands over only inside a run of its HandoffAdvisor"
+        return turn.claim(self._route, context.tool_call_id if context is not None else None)
+
+
+def _handoff_tools(graph: AgentGraph, agent: Agent) -> tuple[_HandoffTool, ...]:
+    """The handoff tools of ``agent`` (made once per graph)."""
+    key = ("handoffs", agent.name)
+    tools = graph.cache.get(key)
+    if tools is None:
+        tools = graph.cache[key] = tuple(_HandoffTool(route) for route in graph.routes[agent.name].values())
+    return tools  # type: ignore[no-any-return]
 
 
 class _AgentModel:
@@ -337,17 +365,24 @@ class _AgentModel:
 def _tagged(chat: ChatResponse, name: str) -> ChatResponse:
     """``chat`` with every generation's message naming agent ``name`` (``chat`` itself when all do)."""
     generations = chat.generations
-    if all(g.output.metadata.get("agent") == name for g in generations):
-        return chat
-    tagged = tuple(
-        g
-        if g.output.metadata.get("agent") == name
-        else dataclasses.replace(
-            g, output=dataclasses.replace(g.output, metadata={**g.output.metadata, "agent": name})
-        )
-        for g in generations
-    )
+    if len(generations) == 1:  # the usual answer
+        output = generations[0].output
+        if output.metadata.get("agent") == name:
+            return chat
+        tagged: tuple[Generation, ...] = (_tagged_generation(generations[0], name),)
+    else:
+        if all(g.output.metadata.get("agent") == name for g in generations):
+            return chat
+        tagged = tuple(_tagged_generation(g, name) for g in generations)
     return dataclasses.replace(chat, generations=tagged)
+
+
+def _tagged_generation(generation: Generation, name: str) -> Generation:
+    output = generation.output
+    if output.metadata.get("agent") == name:
+        return generation
+    message = AssistantMessage(output.text, output.tool_calls, {**output.metadata, "agent": name})
+    return Generation(message, generation.finish_reason)
 
 
 def newest_agent(messages: Sequence[Message]) -> str | None:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 from ..errors import ChainConfigurationError
 from ..messages import Message
 from ..model import ChatModel, ChatOptions
+from ..tools.function import ToolCallbackProvider, unchecked_tool_callbacks
 
 if TYPE_CHECKING:
     from ..tools.api import ToolCallback
@@ -58,6 +59,7 @@ class Agent:
     model: ChatModel | None = field(default=None, kw_only=True)
     _graph: AgentGraph | None = field(default=None, init=False, repr=False, compare=False)
     _callbacks: tuple[ToolCallback, ...] | None = field(default=None, init=False, repr=False, compare=False)
+    _providers: tuple[Any, ...] = field(default=(), init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         _check_name(self.name, "Agent name")
@@ -88,16 +90,21 @@ class Agent:
     def tool_callbacks(self) -> tuple[ToolCallback, ...]:
         """The agent's tools as ToolCallbacks (a tool source, such as an MCP server, is asked each
         time; other tools are turned into callbacks once)."""
-        from ..tools.function import ToolCallbackProvider, unchecked_tool_callbacks
-
         fixed = self._callbacks
         if fixed is None:
-            fixed = tuple(
-                unchecked_tool_callbacks(*(t for t in self.tools if not isinstance(t, ToolCallbackProvider)))
-            )
+            providers = tuple(t for t in self.tools if isinstance(t, ToolCallbackProvider))
+            plain = [t for t in self.tools if not isinstance(t, ToolCallbackProvider)]
+            fixed = tuple(unchecked_tool_callbacks(*plain))
+            object.__setattr__(self, "_providers", providers)
             object.__setattr__(self, "_callbacks", fixed)
-        providers = [t for t in self.tools if isinstance(t, ToolCallbackProvider)]
+        providers = self._providers
         return fixed + tuple(unchecked_tool_callbacks(*providers)) if providers else fixed
+
+    @property
+    def has_tool_sources(self) -> bool:
+        """True when a tool of the agent is a source whose tools can change (an MCP server)."""
+        self.tool_callbacks()
+        return bool(self._providers)
 
 
 @dataclass(frozen=True, eq=False)
@@ -141,11 +148,13 @@ class Route:
 
 @dataclass(frozen=True, slots=True)
 class AgentGraph:
-    """The agents reachable from ``start`` through handoffs, by name, and each one's routes."""
+    """The agents reachable from ``start`` through handoffs, by name, and each one's routes;
+    ``cache`` keeps what the advisor derives from them (the handoff tools, shaped options)."""
 
     start: Agent
     agents: Mapping[str, Agent]
     routes: Mapping[str, Mapping[str, Route]]  # agent name -> tool name -> route
+    cache: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def route(self, agent: Agent, tool_name: str) -> Route | None:
         return self.routes[agent.name].get(tool_name)
