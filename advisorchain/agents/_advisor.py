@@ -173,8 +173,9 @@ class HandoffAdvisor:
         turn.handoffs.append((source.name, route.target.name))
         turn.agent = route.target
         if obs.tracing_enabled():
-            attributes = {"advisorchain.handoff.from": source.name, "advisorchain.handoff.to": route.target.name}
-            with obs.span(f"handoff {source.name} -> {route.target.name}", attributes):
+            target = route.target.name
+            attributes = {"advisorchain.handoff.from": source.name, "advisorchain.handoff.to": target}
+            with obs.span(f"handoff {source.name} -> {target}", attributes):
                 pass
         emit_handoff(chain, source.name, route.target.name)
         context = dict(request.context)
@@ -202,7 +203,7 @@ class _Turn:
         self.base = base
         self.handoffs: list[tuple[str, str]] = []
         self.pending: Route | None = None
-        self.round_calls: tuple[ToolCall, ...] = ()
+        self.round_calls: ChatResponse | tuple[ToolCall, ...] = ()
 
     def model(self, default: ChatModel) -> ChatModel:
         return _AgentModel(self.agent.model or default, self.agent.name, self)
@@ -253,8 +254,11 @@ class _Turn:
         if len(self.handoffs) >= self.max_handoffs:
             return f"Error: handoff limit ({self.max_handoffs}) reached"
         routes = self.graph.routes[self.agent.name]
-        first = next((c for c in self.round_calls if c.name in routes), None)
-        if first is not None and call_id is not None and any(c.id == call_id for c in self.round_calls):
+        calls = self.round_calls
+        if isinstance(calls, ChatResponse):
+            calls = self.round_calls = tuple(c for g in calls.generations for c in g.output.tool_calls)
+        first = next((c for c in calls if c.name in routes), None)
+        if first is not None and call_id is not None and any(c.id == call_id for c in calls):
             if first.id != call_id:
                 return _ONE_PER_ROUND + routes[first.name].target.name
         elif self.pending is not None:
@@ -346,7 +350,7 @@ class _AgentModel:
     async def call(self, prompt: Prompt) -> ChatResponse:
         response = await self._inner.call(prompt)
         if isinstance(response, ChatResponse):
-            self._turn.round_calls = tuple(c for g in response.generations for c in g.output.tool_calls)
+            self._turn.round_calls = response  # its tool calls order the round's handoff calls
             return _tagged(response, self._name)
         return response
 
@@ -357,7 +361,8 @@ class _AgentModel:
                 if isinstance(chunk, ChatResponse):
                     if chunk.has_tool_calls():
                         calls = tuple(c for g in chunk.generations for c in g.output.tool_calls)
-                        self._turn.round_calls = (*self._turn.round_calls, *calls)
+                        known = self._turn.round_calls
+                        self._turn.round_calls = (*(known if isinstance(known, tuple) else ()), *calls)
                     chunk = _tagged(chunk, self._name)
                 yield chunk
 
@@ -374,7 +379,7 @@ def _tagged(chat: ChatResponse, name: str) -> ChatResponse:
         if all(g.output.metadata.get("agent") == name for g in generations):
             return chat
         tagged = tuple(_tagged_generation(g, name) for g in generations)
-    return dataclasses.replace(chat, generations=tagged)
+    return ChatResponse(tagged, chat.metadata)
 
 
 def _tagged_generation(generation: Generation, name: str) -> Generation:

@@ -40,4 +40,8 @@ def agent_advisors(
         given = context[AGENT_PARAM] = (default_agent, True)
     if given is None or any(isinstance(a, HandoffAdvisor) for a in advisors):
         return ()
-    return (HandoffAdvisor(given[0]),)
+    cache = graph_of(given[0]).cache  # one advisor per starting agent: it keeps no request's state
+    advisor = cache.get("advisor")
+    if advisor is None:
+        advisor = cache["advisor"] = HandoffAdvisor(given[0])
+    return (advisor,)
