@@ -324,7 +324,7 @@ def _handoff_tools(graph: AgentGraph, agent: Agent) -> tuple[_HandoffTool, ...]:
     tools = graph.cache.get(key)
     if tools is None:
         tools = graph.cache[key] = tuple(_HandoffTool(route) for route in graph.routes[agent.name].values())
-    return tools  # type: ignore[no-any-return]
+    return tools
 
 
 class _AgentModel:
