@@ -21,7 +21,7 @@ from ..tools.function import ToolCallbackProvider, unchecked_tool_callbacks
 if TYPE_CHECKING:
     from ..tools.api import ToolCallback
 
-__all__ = ["Agent", "AgentGraph", "Handoff", "InputFilter", "graph_of"]
+__all__ = ["Agent", "AgentGraph", "Handoff", "InputFilter", "graph_agents", "graph_of", "rebuilt"]
 
 _NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
@@ -54,7 +54,7 @@ class Agent:
     instructions: str | None = field(default=None, kw_only=True)
     description: str | None = field(default=None, kw_only=True)
     tools: Sequence[object] = field(default=(), kw_only=True)
-    handoffs: Sequence[Agent | Handoff] = field(default=(), kw_only=True)
+    handoffs: Sequence[Agent | Handoff | str] = field(default=(), kw_only=True)
     options: ChatOptions | None = field(default=None, kw_only=True)
     model: ChatModel | None = field(default=None, kw_only=True)
     _graph: AgentGraph | None = field(default=None, init=False, repr=False, compare=False)
@@ -225,3 +225,46 @@ def check_agent(agent: object, what: str) -> Agent:
 
 def describe(value: Any) -> str:
     return value if isinstance(value, str) else repr(value)
+
+
+def rebuilt(start: Agent, tool: Callable[[Agent, ToolCallback], object]) -> Agent:
+    """``start``'s graph again, each agent's tools replaced by ``tool(agent, callback)`` (a durable
+    run puts its seams there); handoffs lead to the rebuilt agents."""
+    made: dict[int, Agent] = {}
+
+    def again(agent: Agent) -> Agent:
+        done = made.get(id(agent))
+        if done is not None:
+            return done
+        handoffs: list[Agent | Handoff | str] = []
+        for item in agent.handoffs:
+            if isinstance(item, Agent):
+                handoffs.append(again(item))
+            elif isinstance(item, Handoff) and isinstance(item.agent, Agent):
+                handoffs.append(
+                    Handoff(
+                        again(item.agent),
+                        tool_name=item.tool_name,
+                        description=item.description,
+                        input_filter=item.input_filter,
+                    )
+                )
+            else:
+                handoffs.append(item)
+        made[id(agent)] = copy = Agent(
+            agent.name,
+            instructions=agent.instructions,
+            description=agent.description,
+            tools=[tool(agent, cb) for cb in agent.tool_callbacks()],
+            handoffs=handoffs,
+            options=agent.options,
+            model=agent.model,
+        )
+        return copy
+
+    return again(start)
+
+
+def graph_agents(start: Agent) -> tuple[Agent, ...]:
+    """Every agent of ``start``'s graph."""
+    return tuple(graph_of(start).agents.values())
