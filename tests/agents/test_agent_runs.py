@@ -288,3 +288,52 @@ def test_a_handoff_span_under_the_request_span(spans: Any, mode: Mode) -> None:
     assert [s.attributes.get("gen_ai.agent.name") for s in models] == ["triage", "billing", "billing"]
     tools = [s.name for s in finished if s.name.startswith("execute_tool")]
     assert tools == ["execute_tool transfer_to_billing", "execute_tool lookup_invoice"]
+
+
+# -- a user's own manager, and run events ------------------------------------------------------------
+
+
+class _AuditingManager:
+    """A user's manager: it wraps the library's and notes every call it is given."""
+
+    def __init__(self) -> None:
+        self.inner = ToolCallingManager()
+        self.seen: list[str] = []
+
+    def resolve_tool_definitions(self, options: Any) -> Any:
+        return self.inner.resolve_tool_definitions(options)
+
+    async def execute_tool_calls(self, prompt: Any, chat_response: Any) -> Any:
+        self.seen.extend(c.name for g in chat_response.generations for c in g.output.tool_calls)
+        return await self.inner.execute_tool_calls(prompt, chat_response)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_handoff_call_runs_through_a_users_own_manager(mode: Mode) -> None:
+    triage, _, _ = graph()
+    manager = _AuditingManager()
+    model = ScriptedChatModel([asks(call("transfer_to_billing")), AssistantMessage("Billing.")])
+    client = ChatClient(model, default_advisors=[ToolCallingAdvisor(manager)])  # type: ignore[arg-type]
+    ran = run(client.prompt("q").agent(triage), mode)
+    assert manager.seen == ["transfer_to_billing"]
+    assert ran.response.context[AdvisorParams.ACTIVE_AGENT] == "billing"
+
+
+def test_a_handoff_and_an_agent_tool_tell_the_runs_listener() -> None:
+    from advisorchain.chain.events import HandoffEvent, SubRunFinished, SubRunStarted
+
+    inner_triage, _, _ = graph()
+    inner = ChatClient(
+        ScriptedChatModel([asks(call("transfer_to_billing")), AssistantMessage("Billing says hi.")])
+    )
+    helper = inner.as_tool(name="helpdesk", description="Asks the help desk", agent=inner_triage)
+    outer_model = ScriptedChatModel([asks(call("helpdesk", '{"input": "hi"}', id="t1")), "done"])
+    heard: list[Any] = []
+    spec = ChatClient(outer_model, default_tools=[helper]).prompt("q")._run_settings(listener=heard.append)
+    assert spec.call().content() == "done"
+    kinds = [type(e) for e in heard]
+    assert kinds == [SubRunStarted, HandoffEvent, SubRunFinished]
+    started, handoff, finished = heard
+    assert (started.tool_call_id, started.name) == ("t1", "helpdesk")
+    assert (handoff.from_agent, handoff.to_agent) == ("triage", "billing")
+    assert handoff.run_id == started.child_run_id == finished.child_run_id != started.run_id

@@ -401,4 +401,3 @@ def running_server(script: Script | None = None) -> Iterator[ScriptedServer]:
         yield server
     finally:
         server.close()
-
