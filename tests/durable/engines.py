@@ -78,8 +78,7 @@ class TemporalEngine:
     async def stream(self, agent: Any, prompt: str, **options: Any) -> tuple[list[ChatResponse], Any]:
         run_id = _run_id()
         chunks = [
-            c
-            async for c in agent.stream(self.env.client, prompt, id=run_id, task_queue=self.queue, **options)
+            c async for c in agent.stream(self.env.client, prompt, id=run_id, task_queue=self.queue, **options)
         ]
         return chunks, self.env.client.get_workflow_handle(run_id)
 

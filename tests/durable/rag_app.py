@@ -52,9 +52,7 @@ def knowledge_store(knowledge_db: Path, query_file: Path) -> SQLiteVectorStore:
     return store
 
 
-def build_rag_client(
-    base_url: str, model: str, tool_file: Path, knowledge_db: Path, query_file: Path
-) -> ChatClient:
+def build_rag_client(base_url: str, model: str, tool_file: Path, knowledge_db: Path, query_file: Path) -> ChatClient:
     @tool
     def record(n: int) -> str:
         """Record a number."""

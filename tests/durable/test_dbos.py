@@ -28,6 +28,9 @@ from advisorchain.durable.dbos import DBOSAgent  # noqa: E402
 DBOS = dbos.DBOS
 
 
+
+
+
 async def test_each_seam_is_one_recorded_step_named_by_agent_seam_and_tool(
     launch: Callable[..., None],
 ) -> None:

@@ -29,9 +29,7 @@ DBOS = dbos.DBOS
 DECISIONS = {"call_a": True, "call_b": Denied("not now")}
 
 
-async def test_without_memory_the_run_resumes_from_its_history(
-    launch: Callable[..., None], system_db: str
-) -> None:
+async def test_without_memory_the_run_resumes_from_its_history(launch: Callable[..., None], system_db: str) -> None:
     ran: list[int] = []
 
     @tool(requires_approval=True)
@@ -76,8 +74,7 @@ async def test_an_approval_waits_across_a_relaunched_dbos_runtime(
     model = f"approve-{uuid.uuid4().hex}"
     engine = DBOSEngine(system_db)
     agent = engine.agent(
-        build_client(server.base_url, model, tmp_path / "tools.txt", tmp_path / "memory.sqlite"),
-        name="approver",
+        build_client(server.base_url, model, tmp_path / "tools.txt", tmp_path / "memory.sqlite"), name="approver"
     )
     launch_dbos(system_db)
     try:
@@ -106,16 +103,7 @@ async def test_an_approval_waits_across_a_killed_process(
         tmp_path / "memory.sqlite",
         tmp_path / "result.json",
     )
-    args = (
-        "agent",
-        system_db,
-        workflow_id,
-        str(result_file),
-        server.base_url,
-        model,
-        str(tool_file),
-        str(memory_db),
-    )
+    args = ("agent", system_db, workflow_id, str(result_file), server.base_url, model, str(tool_file), str(memory_db))
     first = workers.start("dbos", "await-approval", *args)
     workers.kill(first)
     second = workers.start("dbos", "decide", *args, wait_ready=False)

@@ -21,6 +21,8 @@ from advisorchain.mcp import McpServerStdio  # noqa: E402
 DBOS = dbos.DBOS
 
 
+
+
 async def test_a_call_on_a_real_mcp_server_is_one_recorded_step_of_a_durable_run(
     launch: Callable[..., None],
 ) -> None:

@@ -76,17 +76,12 @@ async def test_temporal_a_search_is_one_activity_and_a_replay_never_searches_aga
     queries = tmp_path / "queries.txt"
     seen: list[str] = []
     client = ChatClient(
-        _answering(seen),
-        default_advisors=[QuestionAnswerAdvisor(knowledge_store(tmp_path / "kb.db", queries))],
+        _answering(seen), default_advisors=[QuestionAnswerAdvisor(knowledge_store(tmp_path / "kb.db", queries))]
     )
     agent = TemporalAgent(client, name="ragtemporal")
     queue, run_id = f"q-{uuid.uuid4().hex}", f"run-{uuid.uuid4().hex}"
-    async with Worker(
-        temporal_env.client, task_queue=queue, workflows=[agent.workflow], activities=agent.activities
-    ):
-        result = await agent.run(
-            temporal_env.client, "Which slot holds back WAL?", id=run_id, task_queue=queue
-        )
+    async with Worker(temporal_env.client, task_queue=queue, workflows=[agent.workflow], activities=agent.activities):
+        result = await agent.run(temporal_env.client, "Which slot holds back WAL?", id=run_id, task_queue=queue)
     handle = temporal_env.client.get_workflow_handle(run_id)
     history = await handle.fetch_history()
     scheduled = [
@@ -106,18 +101,14 @@ async def test_temporal_a_search_is_one_activity_and_a_replay_never_searches_aga
 async def test_temporal_store_seams_are_named_per_store_and_retrievers_stores_count(tmp_path: Path) -> None:
     from advisorchain.durable.temporal import TemporalAgent
 
-    first = SQLiteVectorStore(
-        tmp_path / "a.db", knowledge_store(tmp_path / "x.db", tmp_path / "q").embedding_model
-    )
+    first = SQLiteVectorStore(tmp_path / "a.db", knowledge_store(tmp_path / "x.db", tmp_path / "q").embedding_model)
     second = SQLiteVectorStore(tmp_path / "b.db", first.embedding_model)
     client = ChatClient(
         _answering([]),
         default_advisors=[
             QuestionAnswerAdvisor(first),
             RetrievalAugmentationAdvisor(VectorStoreDocumentRetriever(second)),
-            QuestionAnswerAdvisor(
-                first, order=QuestionAnswerAdvisor.DEFAULT_ORDER + 1
-            ),  # the same store once
+            QuestionAnswerAdvisor(first, order=QuestionAnswerAdvisor.DEFAULT_ORDER + 1),  # the same store once
         ],
     )
     agent = TemporalAgent(client, name="stores")
@@ -127,9 +118,7 @@ async def test_temporal_store_seams_are_named_per_store_and_retrievers_stores_co
     assert client.default_advisors[0].store is first  # type: ignore[attr-defined]
 
 
-async def test_temporal_a_failing_store_fails_the_run_naming_it_before_any_model_call(
-    temporal_env: Any,
-) -> None:
+async def test_temporal_a_failing_store_fails_the_run_naming_it_before_any_model_call(temporal_env: Any) -> None:
     from temporalio.client import WorkflowFailureError
     from temporalio.exceptions import ApplicationError
     from temporalio.worker import Worker
@@ -138,13 +127,10 @@ async def test_temporal_a_failing_store_fails_the_run_naming_it_before_any_model
 
     seen: list[str] = []
     agent = TemporalAgent(
-        ChatClient(_answering(seen), default_advisors=[QuestionAnswerAdvisor(BrokenStore())]),
-        name="ragbroken",
+        ChatClient(_answering(seen), default_advisors=[QuestionAnswerAdvisor(BrokenStore())]), name="ragbroken"
     )
     queue = f"q-{uuid.uuid4().hex}"
-    async with Worker(
-        temporal_env.client, task_queue=queue, workflows=[agent.workflow], activities=agent.activities
-    ):
+    async with Worker(temporal_env.client, task_queue=queue, workflows=[agent.workflow], activities=agent.activities):
         with pytest.raises(WorkflowFailureError) as caught:
             await agent.run(temporal_env.client, "anything", id=f"run-{uuid.uuid4().hex}", task_queue=queue)
     cause = caught.value.cause
@@ -164,8 +150,7 @@ async def test_dbos_a_search_is_one_recorded_step(launch: Callable[..., None], t
     queries = tmp_path / "queries.txt"
     seen: list[str] = []
     client = ChatClient(
-        _answering(seen),
-        default_advisors=[QuestionAnswerAdvisor(knowledge_store(tmp_path / "kb.db", queries))],
+        _answering(seen), default_advisors=[QuestionAnswerAdvisor(knowledge_store(tmp_path / "kb.db", queries))]
     )
     agent = DBOSAgent(client, name="ragdbos")
     launch()
@@ -195,9 +180,7 @@ async def test_dbos_an_embedding_models_failure_is_a_model_error_before_any_mode
     store = SQLiteVectorStore(tmp_path / "kb.db", Refusing())
     store.add([Document("something")])
     seen: list[str] = []
-    agent = DBOSAgent(
-        ChatClient(_answering(seen), default_advisors=[QuestionAnswerAdvisor(store)]), name="ragrefused"
-    )
+    agent = DBOSAgent(ChatClient(_answering(seen), default_advisors=[QuestionAnswerAdvisor(store)]), name="ragrefused")
     launch()
     with pytest.raises(ModelError, match="refused the connection"):
         await agent.run("anything", workflow_id="r2")
@@ -207,15 +190,9 @@ async def test_dbos_an_embedding_models_failure_is_a_model_error_before_any_mode
 # -- a worker killed after the search --------------------------------------------------------------
 
 
-def _assert_searched_once_and_every_round_saw_the_documents(
-    server: ScriptedServer, model: str, queries: Path
-) -> None:
+def _assert_searched_once_and_every_round_saw_the_documents(server: ScriptedServer, model: str, queries: Path) -> None:
     assert searches(queries) == [QUESTION]  # recorded before the kill, never repeated
-    assert (
-        round_counts(server)[(model, 1)],
-        round_counts(server)[(model, 2)],
-        round_counts(server)[(model, 3)],
-    ) == (1, 2, 1)
+    assert (round_counts(server)[(model, 1)], round_counts(server)[(model, 2)], round_counts(server)[(model, 3)]) == (1, 2, 1)
     users = [b["messages"][0]["content"] for b in server.bodies if b["model"] == model]
     assert len(users) == 4 and all("E1054 holds back old WAL files" in u for u in users)
 

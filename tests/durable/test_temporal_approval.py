@@ -83,9 +83,7 @@ async def test_the_update_validator_rejects_decisions_for_unknown_calls(
     server: ScriptedServer, temporal_env: Any, tmp_path: Path
 ) -> None:
     engine = TemporalEngine(temporal_env)
-    client = build_client(
-        server.base_url, f"approve-{uuid.uuid4().hex}", tmp_path / "t.txt", tmp_path / "m.db"
-    )
+    client = build_client(server.base_url, f"approve-{uuid.uuid4().hex}", tmp_path / "t.txt", tmp_path / "m.db")
     agent = engine.agent(client, name="approver")
     async with engine.serving(agent):
         handle = await engine.start(agent, "Record 1 and 2.", conversation_id="c1")

@@ -401,3 +401,4 @@ def running_server(script: Script | None = None) -> Iterator[ScriptedServer]:
         yield server
     finally:
         server.close()
+
