@@ -18,7 +18,8 @@ from .._checks import check_int
 from .._run_meter import limit_ending
 from .._streams import closing
 from ..chain import CallAdvisorChain, Run, StreamAdvisorChain, checked_request, checked_response, current_run
-from ..chain.vocabulary import TOOL_CALLING_ORDER, AdvisorParams, ToolAdvisor, check_order
+from ..chain.events import RoundFinished, RoundStarted, ToolCallFinished, ToolCallStarted
+from ..chain.vocabulary import TOOL_CALLING_ORDER, AdvisorParams, MemoryAdvisor, ToolAdvisor, check_order
 from ..errors import (
     ChainConfigurationError,
     MaxIterationsExceeded,
@@ -40,7 +41,7 @@ from ..model import (
 )
 from ..tools.approvals import Decision, Denied
 from ..tools.manager import NOT_EXECUTED, ToolCallingManager, ToolCallingManagerProtocol, ToolExecutionResult
-from . import approval
+from .approval import Approvals, Pending, tool_call_message
 from .history import HistoryReplacement, replace_history, replacements_in
 
 __all__ = ["ToolCallingAdvisor", "end_tool_loop"]
@@ -74,6 +75,7 @@ class _Loop:
     replacements: list[HistoryReplacement] = field(default_factory=list)
     run: Run = field(default_factory=Run)
     inner: Sequence[object] = ()  # the advisors inside the loop (a memory there holds history too)
+    approvals: Approvals = field(default_factory=lambda: Approvals(ToolCallingManager()))
     offset: int = 0  # rounds of this turn before the loop (a handoff's target continues the turn)
 
 
@@ -132,13 +134,10 @@ class ToolCallingAdvisor(ToolAdvisor):
     async def advise_call(self, request: ChatClientRequest, chain: CallAdvisorChain) -> ChatClientResponse:
         request = await self._initialize(request, chain)
         inner = chain.copy(self)
-        loop = _Loop(run=chain.run, inner=inner.call_advisors)
+        approvals = Approvals(self.tool_calling_manager)
+        loop = _Loop(run=chain.run, inner=inner.call_advisors, approvals=approvals)
         try:
-            resumed = (
-                await self._resume(loop, request, inner.call_advisors)
-                if approval.may_be_waiting(request)
-                else None
-            )
+            resumed = await self._resume(loop, request) if Approvals.may_be_waiting(request) else None
             if isinstance(resumed, _Stop):
                 return await self._finalize(resumed.response, chain)
             request = resumed or request
@@ -157,13 +156,11 @@ class ToolCallingAdvisor(ToolAdvisor):
     ) -> AsyncIterator[ChatClientResponse]:
         request = await self._initialize(request, chain)
         inner = chain.copy(self)
-        loop = _Loop(run=chain.run, inner=inner.stream_advisors)
+        loop = _Loop(
+            run=chain.run, inner=inner.stream_advisors, approvals=Approvals(self.tool_calling_manager)
+        )
         try:
-            resumed = (
-                await self._resume(loop, request, inner.stream_advisors)
-                if approval.may_be_waiting(request)
-                else None
-            )
+            resumed = await self._resume(loop, request) if Approvals.may_be_waiting(request) else None
         except UsageLimitExceeded as exc:
             resumed = _usage_stop(exc, loop, request)
         if isinstance(resumed, _Stop):
@@ -230,6 +227,8 @@ class ToolCallingAdvisor(ToolAdvisor):
         self, loop: _Loop, request: ChatClientRequest, response: ChatClientResponse
     ) -> ChatClientRequest | _Stop:
         loop.iteration += 1
+        if loop.run.listener is not None:
+            loop.run.emit(RoundFinished(loop.run.id, loop.iteration, _agent(request)))
         chat = response.chat_response
         loop.usages.append(chat.metadata.usage if chat is not None else None)
         if not self.tool_execution_eligibility_checker(chat):
@@ -240,12 +239,11 @@ class ToolCallingAdvisor(ToolAdvisor):
             )
         self._check_iterations(loop, chat)
         prompt = self._manager_prompt(loop, request)
-        decided = None
-        if approval.has_decisions_to_make(prompt, chat, None):
-            decided = await approval.decide_round(self.tool_calling_manager, prompt, chat)
-        if isinstance(decided, approval.Pending):
-            history = await approval.model_history(request, loop.inner, prompt.instructions, chat)
-            return self._waiting(loop, response, chat, decided, history)
+        decided = await loop.approvals.decide(prompt, chat)
+        if isinstance(decided, Pending):
+            stored = await _stored(loop, request)
+            waiting = Approvals.ending(response, chat, decided, prompt.instructions, stored)
+            return _Stop(with_total_usage(waiting, loop.usages), synthetic=True, approval=True)
         return await self._execute(loop, request, response, chat, prompt, decided)
 
     async def _execute(
@@ -265,8 +263,10 @@ class ToolCallingAdvisor(ToolAdvisor):
         meter.before_tool_calls(ran)  # the run's tool_calls_limit: the round runs whole or not at all
         try:
             await run.wait_gates()  # what must pass before any tool of the run runs (input guards)
+            if run.listener is not None:
+                _emit_calls(run, request, _calls_that_ran(chat, decisions))
             with run.active():  # tools (and requests they make) find their run
-                result = await self._run_round(prompt, chat, decisions)
+                result = await loop.approvals.run(prompt, chat, decisions)
         except ToolCallLimitExceeded as exc:
             run.put(_END, None)  # the limit ends the loop whatever a tool asked
             meter.ran_tool_calls(_executed_before_limit(exc, ran))
@@ -278,6 +278,8 @@ class ToolCallingAdvisor(ToolAdvisor):
             )
             return _Stop(with_total_usage(response, loop.usages, limited), synthetic=True)
         meter.ran_tool_calls(ran)
+        if run.listener is not None:
+            _emit_results(run, request, chat, result)
         self._check_malformed(loop, chat, decisions, result)
         loop.history = result.conversation_history
         if run.get(_END):  # a tool ended the loop: the round's end, with the history, is the loop's answer
@@ -312,57 +314,22 @@ class ToolCallingAdvisor(ToolAdvisor):
             )
         return tuple(messages)
 
-    async def _run_round(
-        self, prompt: Prompt, chat: ChatResponse, decisions: Mapping[str, Decision] | None
-    ) -> ToolExecutionResult:
-        """The manager's result for the round: as it is when no call needed a decision; else the
-        manager runs only the calls that run, and the history is rebuilt around its responses."""
-        manager = self.tool_calling_manager
-        if decisions is None:
-            return await manager.execute_tool_calls(prompt, chat)
-        to_run = approval.round_to_run(chat, decisions)
-        result = None if to_run is None else await manager.execute_tool_calls(prompt, to_run)
-        return approval.merged_result(prompt.instructions, chat, decisions, result)
-
-    def _waiting(
-        self,
-        loop: _Loop,
-        response: ChatClientResponse,
-        chat: ChatResponse,
-        pending: approval.Pending,
-        history: Sequence[Message],
-    ) -> _Stop:
-        """The loop's end while calls wait for a person's decision (finish reason APPROVAL_REQUIRED)."""
-        waiting = approval.waiting_response(response, chat, pending, history)
-        return _Stop(with_total_usage(waiting, loop.usages), synthetic=True, approval=True)
-
-    async def _resume(
-        self, loop: _Loop, request: ChatClientRequest, inner: Sequence[object]
-    ) -> ChatClientRequest | _Stop | None:
+    async def _resume(self, loop: _Loop, request: ChatClientRequest) -> ChatClientRequest | _Stop | None:
         """A round waiting for approval at the end of the conversation: run it with the request's
         decisions (the next request), or end again with APPROVAL_REQUIRED when it has none; None
         when nothing waits."""
-        given = approval.given_decisions(request)
-        waiting, history = await approval.waiting_round(request, inner, wants=given is not None)
+        approvals = loop.approvals
+        stored = await _stored(loop, request) if Approvals.needs_stored(request) else None
+        waiting = approvals.waiting(request, stored)
         if waiting is None:
-            if given is not None:
-                raise ChainConfigurationError(
-                    "tool_approvals was given, but no round waits for approval: the conversation does "
-                    "not end with an assistant message asking for tools"
-                )
             return None
-        unknown = sorted(set(given or ()) - {c.id for c in waiting.tool_calls})
-        if unknown:
-            raise ChainConfigurationError(
-                f"tool_approvals names tool calls {unknown!r} that the waiting round does not have; "
-                f"it has {[c.id for c in waiting.tool_calls]!r}"
-            )
-        chat = ChatResponse.of(waiting, FinishReason.TOOL_CALLS)
+        chat, history = waiting.chat, waiting.history
         prompt = request.prompt.copy(instructions=history)
         response = ChatClientResponse(chat, request.context)
-        decided = await approval.decide_round(self.tool_calling_manager, prompt, chat, given)
-        if isinstance(decided, approval.Pending):
-            return self._waiting(loop, response, chat, decided, history)
+        decided = await approvals.decide(prompt, chat, waiting.given)
+        if isinstance(decided, Pending):
+            ending = Approvals.ending(response, chat, decided, history)
+            return _Stop(with_total_usage(ending, loop.usages), synthetic=True, approval=True)
         step = await self._execute(loop, request.copy(prompt=prompt), response, chat, prompt, decided)
         resumed = {AdvisorParams.RESUMED_TOOL_RESPONSES: loop.history[-1] if loop.history else None}
         if isinstance(step, _Stop):
@@ -436,6 +403,8 @@ class ToolCallingAdvisor(ToolAdvisor):
         if loop.iteration == 0:  # a loop continued in the same turn (a handoff) numbers its rounds after it
             given = request.context.get(AdvisorParams.TOOL_LOOP_ITERATION)
             loop.offset = given if type(given) is int else 0
+        if loop.run.listener is not None:
+            loop.run.emit(RoundStarted(loop.run.id, loop.iteration + 1, _agent(request)))
         return request.copy(
             context={**request.context, AdvisorParams.TOOL_LOOP_ITERATION: loop.offset + loop.iteration + 1}
         )
@@ -528,6 +497,41 @@ def _executed_before_limit(error: ToolCallLimitExceeded, handed: int) -> int:
     return max(0, min(handed, len(last.responses) - skipped))
 
 
+async def _stored(loop: _Loop, request: ChatClientRequest) -> list[Message] | None:
+    """The conversation a memory advisor inside the loop holds for ``request`` (None without one):
+    what approvals read a waiting round and report the history from."""
+    memory = next((a for a in loop.inner if isinstance(a, MemoryAdvisor)), None)
+    return None if memory is None else list(await memory.conversation_history(request))
+
+
+def _agent(request: ChatClientRequest) -> str | None:
+    agent = request.context.get(AdvisorParams.ACTIVE_AGENT)
+    return agent if isinstance(agent, str) else None
+
+
+def _emit_calls(run: Run, request: ChatClientRequest, calls: Sequence[ToolCall]) -> None:
+    agent = _agent(request)
+    for call in calls:
+        run.emit(ToolCallStarted(run.id, call, agent))
+
+
+def _emit_results(
+    run: Run, request: ChatClientRequest, chat: ChatResponse, result: ToolExecutionResult
+) -> None:
+    """A ToolCallFinished for each call of the round, with the response the model is sent."""
+    history = result.conversation_history
+    last = history[-1] if history else None
+    message = tool_call_message(chat)
+    if not isinstance(last, ToolResponseMessage) or message is None:
+        return
+    calls = {c.id: c for c in message.tool_calls}
+    agent = _agent(request)
+    for response in last.responses:
+        call = calls.get(response.id)
+        if call is not None:
+            run.emit(ToolCallFinished(run.id, call, response.response_data, agent))
+
+
 def _overrides(cls: type, hook: str) -> bool:
     """True when ``cls`` overrides the ``hook`` of ToolCallingAdvisor: the base hooks change
     nothing, so a loop that keeps them skips their await (a few per round). Looked up each time
@@ -592,7 +596,7 @@ def _unstreamed_text_only(final: ChatClientResponse, held: list[ChatClientRespon
 
 
 def _calls_that_ran(chat: ChatResponse, decisions: Mapping[str, Decision] | None) -> tuple[ToolCall, ...]:
-    message = approval.tool_call_message(chat)
+    message = tool_call_message(chat)
     if message is None:
         return ()
     if not decisions:
