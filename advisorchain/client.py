@@ -18,8 +18,8 @@ from ._template import check_params, render
 from ._tool_types import ToolCallback
 from .advisors.structured_output import StructuredOutputValidationAdvisor
 from .advisors.tool_calling import ToolCallingAdvisor
-from .agents import _client as agents
-from .agents._agent import Agent
+from .agents import wiring as agents
+from .agents.agent import Agent
 from .chain import (
     Advisor,
     CallAdvisorChain,
@@ -160,7 +160,7 @@ class ChatClient:
 
         >>> researcher = research_client.as_tool(name="research", description="Finds sources")
         """
-        from .agents._tool import agent_tool
+        from .agents.tool import agent_tool
 
         return agent_tool(self, name=name, description=description, agent=agent)
 

@@ -6,6 +6,6 @@
 """
 
 from ._advisor import HandoffAdvisor
-from ._agent import Agent, Handoff
+from .agent import Agent, Handoff
 
 __all__ = ["Agent", "Handoff", "HandoffAdvisor"]

@@ -33,8 +33,8 @@ from ..model import (
 )
 from ..tools.api import ToolContext, ToolDefinition
 from ..tools.callbacks import FixedTool
-from ._agent import Agent, AgentGraph, Route, check_agent, graph_of
 from ._kernel import CallAdvisorChain, StreamAdvisorChain, current_run, emit_handoff, rebased
+from .agent import Agent, AgentGraph, Route, check_agent, graph_of
 
 __all__ = ["AGENT_PARAM", "HandoffAdvisor", "newest_agent"]
 

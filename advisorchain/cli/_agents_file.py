@@ -42,7 +42,7 @@ def load_agents(
     """The starting agent of the file at ``path`` (its first), its graph checked. ``wrap_tool``
     wraps each ToolCallback (the CLI shows every call); ``build_model`` builds an agent's
     ``model: provider:name``."""
-    from ..agents._agent import graph_of
+    from ..agents.agent import graph_of
     from ..errors import ChainConfigurationError
 
     entries = _entries(path)

@@ -23,7 +23,7 @@ from .._run_meter import RunMeter
 from ..advisors import AdvisorParams, ToolCallingAdvisor
 from ..advisors.api import CallAdvisorChain, ChatClientRequest, ChatClientResponse, Ordered
 from ..agents import Agent, HandoffAdvisor
-from ..agents._agent import graph_agents, rebuilt
+from ..agents.agent import graph_agents, rebuilt
 from ..client import ChatClient, ChatClientRequestSpec
 from ..errors import ChainConfigurationError, ModelError
 from ..memory.api import ChatMemory

@@ -331,9 +331,11 @@ def test_a_handoff_and_an_agent_tool_tell_the_runs_listener() -> None:
     heard: list[Any] = []
     spec = ChatClient(outer_model, default_tools=[helper]).prompt("q")._run_settings(listener=heard.append)
     assert spec.call().content() == "done"
-    kinds = [type(e) for e in heard]
-    assert kinds == [SubRunStarted, HandoffEvent, SubRunFinished]
-    started, handoff, finished = heard
+    ours = [e for e in heard if isinstance(e, SubRunStarted | HandoffEvent | SubRunFinished)]
+    assert [type(e) for e in ours] == [SubRunStarted, HandoffEvent, SubRunFinished]
+    started, handoff, finished = ours
+    inside = heard[heard.index(started) + 1 : heard.index(finished)]
+    assert inside and {e.run_id for e in inside} == {started.child_run_id}  # the nested run's events
     assert (started.tool_call_id, started.name) == ("t1", "helpdesk")
     assert (handoff.from_agent, handoff.to_agent) == ("triage", "billing")
     assert handoff.run_id == started.child_run_id == finished.child_run_id != started.run_id

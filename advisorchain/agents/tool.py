@@ -16,8 +16,8 @@ from ..errors import ToolError, UsageLimitExceeded
 from ..model import FinishReason
 from ..tools.api import ToolContext, ToolDefinition
 from ..tools.callbacks import ParsedTool
-from ._agent import Agent, check_agent
 from ._kernel import current_run, nested_settings, sub_run_events
+from .agent import Agent, check_agent
 
 
 class ChatClient(Protocol):
@@ -96,7 +96,7 @@ def _refused_by_caller(error: UsageLimitExceeded, parent: Any) -> bool:
 
 def agent_tool(client: ChatClient, *, name: str, description: str, agent: Agent | None = None) -> AgentTool:
     """``client.as_tool(...)``: checked arguments, the tool."""
-    from ._agent import _check_name
+    from .agent import _check_name
 
     _check_name(name, "as_tool name")
     if not isinstance(description, str) or not description.strip():

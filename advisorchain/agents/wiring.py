@@ -7,7 +7,7 @@ from collections.abc import Iterable, MutableMapping
 from typing import Any
 
 from ._advisor import AGENT_PARAM, HandoffAdvisor
-from ._agent import Agent, check_agent, graph_of
+from .agent import Agent, check_agent, graph_of
 
 __all__ = ["AGENT_PARAM", "agent_advisors", "agent_param", "checked_default_agent"]
 
