@@ -42,8 +42,9 @@ def _check_name(name: object, what: str) -> str:
 @dataclass(frozen=True, eq=False)
 class Agent:
     """One agent: what the model is told (``instructions``), may call (``tools``, as ``.tools(...)``
-    takes them) and hand the conversation to (``handoffs``), the options laid over the request's
-    while it is active, and optionally a ``model`` of its own.
+    takes them) and hand the conversation to (``handoffs``: agents, ``Handoff``s, or an agent's name
+    as short for ``Handoff(name)``), the options laid over the request's while it is active, and
+    optionally a ``model`` of its own. ``name`` matches ``[A-Za-z0-9_-]{1,64}``.
 
     >>> billing = Agent("billing", instructions="You handle invoices.", tools=[lookup_invoice])
     >>> triage = Agent("triage", instructions="Route the customer.", handoffs=[billing])
