@@ -4,7 +4,7 @@ shows ``[<agent>]`` before each answer and a handoff as one line; a bad file is 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +13,7 @@ from click.testing import CliRunner, Result
 
 from advisorchain.cli import app
 from tests.support.openai_server import Received, ScriptedServer, Step, json_reply, running_server, sse_reply
+from tests.support.panes import Pane, exited, prompts
 from tests.support.payloads import chat_call, openai_calls_events, openai_completion, openai_text_events
 
 AGENTS = """\
@@ -119,3 +120,23 @@ def test_a_missing_agents_file_is_an_error(server: ScriptedServer, tmp_path: Pat
 def test_the_agent_commands_take_the_agents_flag(command: str) -> None:
     result = CliRunner().invoke(app, [command, "--help"])
     assert "--agents FILE" in result.stdout
+
+
+def test_the_repl_names_each_answers_agent_and_shows_the_handoff_once(
+    terminal: Callable[..., Pane], server: ScriptedServer, tmp_path: Path
+) -> None:
+    path = tmp_path / "agents.yaml"
+    path.write_text(AGENTS)
+    pane = terminal(
+        f"--model openai:agents --agents {path} --session s1", tools=None, base_url=server.base_url
+    )
+    pane.wait_for(lambda f: prompts(f) == 1)
+    pane.keys("weather of my invoice?", "Enter")
+    first = pane.wait_for(lambda f: prompts(f) == 2)[-1]
+    assert "[billing] Billing: Oslo: sunny, 21C" in first
+    assert sum("↪ handoff triage -> billing" in line for line in first) == 1
+    assert first.index(next(line for line in first if "↪ handoff" in line)) < first.index(
+        "[billing] Billing: Oslo: sunny, 21C"
+    )
+    pane.keys("C-d")
+    assert "EXIT=0" in pane.wait_for(exited)[-1]
