@@ -8,11 +8,13 @@ requests, tool calls and usage count in the calling run and the calling run's li
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import Mapping
 from typing import Any, Protocol
 
 from ..chain.vocabulary import AdvisorParams
 from ..errors import ToolError, UsageLimitExceeded
+from ..memory.api import ChatMemory
 from ..model import FinishReason
 from ..tools.api import ToolContext, ToolDefinition
 from ..tools.callbacks import ParsedTool
@@ -58,7 +60,8 @@ class AgentTool(ParsedTool):
         if not isinstance(text, str) or not text.strip():
             return "Error: give the agent its task as a non-empty string in 'input'"
         name = self.definition.name
-        spec = self._client.prompt(text)
+        # A fresh conversation: a memory of the nested client loads nothing older than this input.
+        spec = self._client.prompt(text).param(ChatMemory.CONVERSATION_ID, f"{name}-{uuid.uuid4().hex}")
         if self._agent is not None:
             spec.agent(self._agent, resume=False)
         parent = current_run()

@@ -192,3 +192,22 @@ def test_nested_spans_sit_under_execute_tool(spans: Any) -> None:
     assert len(requests) == 2 and len(nested) == 1
     parent = by_id[nested[0].parent.span_id]
     assert parent.name == "execute_tool research"
+
+
+def test_a_nested_client_with_memory_starts_a_fresh_conversation_each_call() -> None:
+    from advisorchain import MessageChatMemoryAdvisor, MessageWindowChatMemory, UserMessage
+
+    memory = MessageWindowChatMemory()
+    memory.add("default", [UserMessage("an old question"), AssistantMessage("an old answer")])
+    inner = ScriptedChatModel(["first", "second"])
+    research = ChatClient(inner, default_advisors=[MessageChatMemoryAdvisor(memory)]).as_tool(
+        name="research", description="d"
+    )
+    model = ScriptedChatModel(
+        [
+            asks(call("research", '{"input": "one"}', id="a"), call("research", '{"input": "two"}', id="b")),
+            "ok",
+        ]
+    )
+    ChatClient(model, default_tools=[research]).prompt("q").call().content()
+    assert sorted(tuple(m.text for m in p.instructions) for p in inner.prompts) == [("one",), ("two",)]  # type: ignore[attr-defined]
