@@ -24,7 +24,7 @@ from ..memory import ChatMemoryRepository
 from ..model import ChatModel
 from ..usage import UsageLimits
 from ._agent import MAX_MESSAGES, ModelChoice, agent_client, close_model, open_knowledge_advisor
-from ._options import AgentOptions, agent_options
+from ._options import AgentOptions, ModelOptions, agent_options
 from ._sessions import open_store
 from ._setup import CliError, load_tools, mcp_servers
 
@@ -46,6 +46,7 @@ class WebSettings:
     approve_all: bool
     knowledge: str | None = None
     limits: UsageLimits | None = None
+    start: Any = None  # --agents: the agent that starts
 
 
 def _agent(settings: WebSettings, mcp_tools: list[object], knowledge: Any = None) -> ChatClient:
@@ -58,7 +59,9 @@ def _agent(settings: WebSettings, mcp_tools: list[object], knowledge: Any = None
     manager = ToolCallingManager(approver=(lambda call, context: True) if settings.approve_all else None)
     memory = MessageWindowChatMemory(settings.repository, max_messages=MAX_MESSAGES)
     tools = [*settings.tools, *mcp_tools]
-    return agent_client(settings.model, settings.system, tools, memory, manager, knowledge, settings.limits)
+    return agent_client(
+        settings.model, settings.system, tools, memory, manager, knowledge, settings.limits, settings.start
+    )
 
 
 @click.command("web")
@@ -92,6 +95,14 @@ def web_command(agent: AgentOptions, host: str, port: int, debug: bool) -> int:
         llm = ModelChoice.build(agent.model).model
         label, extra_tools = agent.model.model, []
     loaded = [*extra_tools, *load_tools(agent.tools)]
+    start = None
+    if agent.agents is not None:
+        from ._agents_file import load_agents
+
+        timeout = agent.model.timeout
+        start = load_agents(
+            agent.agents, build_model=lambda m: ModelChoice.build(ModelOptions(m, None, timeout)).model
+        )
     servers = mcp_servers(agent.mcp, agent.mcp_url)
     sock = _listen(host, port)
     store = open_store(memory)
@@ -107,6 +118,7 @@ def web_command(agent: AgentOptions, host: str, port: int, debug: bool) -> int:
         agent.approve_all,
         agent.knowledge,
         agent.budget.limits(),
+        start,
     )
     try:
         asyncio.run(_serve(settings, sock, host, debug))

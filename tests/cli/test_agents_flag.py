@@ -140,3 +140,11 @@ def test_the_repl_names_each_answers_agent_and_shows_the_handoff_once(
     )
     pane.keys("C-d")
     assert "EXIT=0" in pane.wait_for(exited)[-1]
+
+
+def test_web_reads_the_agents_file_before_it_serves(tmp_path: Path) -> None:
+    path = tmp_path / "agents.yaml"
+    path.write_text("agents:\n  - name: a\n    colour: red\n")
+    result = CliRunner().invoke(app, ["web", "--agents", str(path), "--port", "0"], catch_exceptions=False)
+    assert result.exit_code == 2
+    assert "agent 'a': unknown key 'colour'" in result.stderr
