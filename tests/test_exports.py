@@ -23,6 +23,7 @@ FactCheckingEvaluator SelfRefineEvaluationAdvisor Case CaseResult EvaluatorTotal
 ExpectedAnswerEvaluator evaluate_cases aevaluate_cases
 RequestRetryAdvisor ContextCompactionAdvisor HistoryReplacement PromptCacheAdvisor CacheReport
 ModelPrice UsageLimits RunUsage
+Agent Handoff HandoffAdvisor
 """
 
 # Names API.md places in each submodule.
@@ -62,6 +63,7 @@ _SECTIONS = {
     "StructuredOutputValidationError ModelError ChainConfigurationError ContextLengthExceededError "
     "EvaluationFailedError VectorStoreError UsageLimitExceeded",
     "advisorchain.client": "ChatClient ResponseEntity",
+    "advisorchain.agents": "Agent Handoff HandoffAdvisor",
     "advisorchain.usage": "Usage ModelPrice UsageLimits RunUsage UsageLimitExceeded",
 }
 
