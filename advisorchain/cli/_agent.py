@@ -185,7 +185,14 @@ async def open_agent(
     knowledge = open_knowledge_advisor(options.knowledge, stack)
     manager = ToolCallingManager(approver=approver(display, options.approve_all, stdin_is_terminal(), read))
     agent = Agent(
-        model, options.system, [], manager, repository, knowledge, options.budget.limits(), options.cache
+        model,
+        options.system,
+        [],
+        manager,
+        repository,
+        knowledge,
+        options.budget.limits(),
+        cache=options.cache,
     )
     stack.push_async_callback(agent.aclose)
     entered = [await stack.enter_async_context(server) for server in servers]
