@@ -56,6 +56,12 @@ def check_delete_arguments(
         listed = list(ids)
         if not all(isinstance(i, str) for i in listed):
             raise TypeError(f"document ids are str, got {listed!r}")
+        for i in listed:
+            if "\0" in i:
+                raise ValueError(
+                    f"document id {i!r} holds a NUL character (\\x00), which no store keeps in an id; "
+                    "no document has it"
+                )
         return listed, None
     return None, as_filter(filter)
 
