@@ -10,7 +10,13 @@ from typing import Any
 
 import pytest
 
-from advisorchain import AssistantMessage, MessageWindowChatMemory, SystemMessage, ToolResponseMessage, UserMessage
+from advisorchain import (
+    AssistantMessage,
+    MessageWindowChatMemory,
+    SystemMessage,
+    ToolResponseMessage,
+    UserMessage,
+)
 from advisorchain.messages import Message
 from advisorchain.testing import FunctionChatModel
 from tests.reliability.memory_support import agent_client, agent_reply, question
@@ -57,7 +63,9 @@ async def test_a_12_round_turn_in_the_default_window_keeps_its_question(backend:
     assert [m for m in stored if isinstance(m, UserMessage)] == [UserMessage(question("1", ROUNDS))]
     assert len(stored) == MessageWindowChatMemory.DEFAULT_MAX_MESSAGES
     # The older turn went first, then the oldest rounds: the question, the newest rounds, the answer.
-    kept_rounds = (MessageWindowChatMemory.DEFAULT_MAX_MESSAGES - 2) // 2  # system messages come with each prompt
+    kept_rounds = (
+        MessageWindowChatMemory.DEFAULT_MAX_MESSAGES - 2
+    ) // 2  # system messages come with each prompt
     assert _call_ids(stored) == [f"1-{i}" for i in range(ROUNDS - kept_rounds, ROUNDS)]
     assert stored[-1] == AssistantMessage("a1")
     # A repository opened anew reads the same conversation.
