@@ -8,7 +8,7 @@ file replaces its chunks, and an unchanged file is skipped without embedding any
 
 Every path is checked before anything is indexed: one that does not exist, one that is not a
 regular file (a named pipe or a device named on the command line), a file over ``--max-file-size``
-(10 MB by default) or a file that is not UTF-8 text stops the command with nothing written. A file
+(4 MB by default) or a file that is not UTF-8 text stops the command with nothing written. A file
 is opened without blocking and read no further than the size bound, so a FIFO never hangs the
 command and ``/dev/zero`` never fills the memory.
 """
@@ -34,7 +34,7 @@ from .knowledge import KnowledgeBase, open_knowledge
 __all__ = ["index"]
 
 _MB = 1_000_000
-DEFAULT_MAX_FILE_MB = 10.0
+DEFAULT_MAX_FILE_MB = 4.0
 """The largest file ``index`` reads unless ``--max-file-size`` says otherwise (in MB of 10**6 bytes)."""
 
 _SUFFIXES = (".md", ".markdown", ".txt")

@@ -178,6 +178,18 @@ def test_a_file_over_the_size_bound_is_refused_before_anything_is_written(docs: 
     assert bad.returncode == 2 and "--max-file-size" in bad.stderr
 
 
+def test_a_5_mb_file_of_one_word_is_refused_by_the_default_bound(docs: Path) -> None:
+    """Issue 37: it was one 5 MB chunk, about 20 minutes of local embedding."""
+    (docs / "blob.txt").write_text("QUJD" * 1_250_000, encoding="ascii")
+
+    done = cli("index", "docs", "--store", "sqlite:///kb.db", cwd=docs.parent)
+
+    assert done.returncode == 2
+    [line] = done.stderr.strip().splitlines()
+    assert "docs/blob.txt is over the 4 MB a file may have" in line
+    assert not (docs.parent / "kb.db").exists()
+
+
 @pytest.mark.parametrize("url", ["kb.db", "sqlite:///", "mysql://x/y", "postgresql://h/db?table=x;drop"])
 def test_a_store_url_that_names_no_store_is_a_usage_error(docs: Path, url: str) -> None:
     done = cli("index", "docs", "--store", url, cwd=docs.parent)
