@@ -165,7 +165,11 @@ class PostgresChatMemoryRepository(BlockingRepository):
             if self._ready:
                 return
             self._probe()  # a server that is not there fails at once, before the pool tries it
-            self._pool.open(wait=False)
+            try:
+                self._pool.open(wait=True, timeout=self._timeout)  # the workers idle once it returns
+            except self._pool_timeout:
+                self._probe()  # it went away meanwhile: named
+                raise
             with self._pooled() as conn, conn.transaction():
                 # CREATE TABLE IF NOT EXISTS races with itself across processes; the lock orders them.
                 conn.execute("SELECT pg_advisory_xact_lock(%s, 0)", (_LOCK_SPACE,))
