@@ -325,7 +325,7 @@ def test_the_newest_question_and_round_are_always_kept(
             continue
         kept = _non_system(window)
         newest_round = _newest_round(newest_turn)
-        assert kept[0] is not None and newest_turn[0] in kept
+        assert kept and newest_turn[0] in kept
         assert kept[len(kept) - len(newest_round) :] == newest_round
 
 
