@@ -72,12 +72,31 @@ def _trim(messages: Sequence[Message], max_messages: int) -> list[Message]:
         count -= len(turns.pop(0))
     if turns and count > budget:  # the newest turn alone does not fit: drop its oldest rounds
         question, *rest = turns[0]
-        rounds = _groups(rest, messages, AssistantMessage)
+        rounds = _rounds(rest, messages)
         while len(rounds) > 1 and count > budget:
             count -= len(rounds.pop(0))
         turns = [[question, *(i for r in rounds for i in r)]]
     kept = {i for t in turns for i in t}
     return [m for i, m in enumerate(messages) if isinstance(m, SystemMessage) or i in kept]
+
+
+def _rounds(indexes: Sequence[int], messages: Sequence[Message]) -> list[list[int]]:
+    """``indexes`` (a turn after its question) cut into rounds: each starts with an assistant message,
+    unless the round before still waits for the responses to its tool calls (then it joins it), so
+    dropping a round never leaves a tool response without its call."""
+    rounds: list[list[int]] = []
+    for i in indexes:
+        m = messages[i]
+        waiting = bool(rounds) and _calls_tools(messages[rounds[-1][-1]])
+        if not rounds or (isinstance(m, AssistantMessage) and not waiting):
+            rounds.append([i])
+        else:
+            rounds[-1].append(i)
+    return rounds
+
+
+def _calls_tools(message: Message) -> bool:
+    return isinstance(message, AssistantMessage) and bool(message.tool_calls)
 
 
 def _groups(indexes: Sequence[int], messages: Sequence[Message], starter: type) -> list[list[int]]:

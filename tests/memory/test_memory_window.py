@@ -339,3 +339,14 @@ def test_the_newest_turn_is_kept_whenever_it_fits(batches: list[list[Message]], 
         systems = [m for m in window if isinstance(m, SystemMessage)]
         if len(systems) + len(newest_turn) <= max_messages:
             assert _non_system(window)[-len(newest_turn) :] == newest_turn
+
+
+def test_a_round_of_several_tool_call_messages_is_dropped_whole() -> None:
+    first = AssistantMessage(None, [ToolCall("c1", "lookup", "{}")])
+    second = AssistantMessage(None, [ToolCall("c2", "lookup", "{}")])
+    answers = ToolResponseMessage([ToolResponse("c1", "lookup", "x"), ToolResponse("c2", "lookup", "y")])
+    stored = [UserMessage("q"), first, second, answers]
+
+    window = apply_window(stored, [AssistantMessage("a")], 4)
+
+    assert window == [UserMessage("q"), AssistantMessage("a")]  # never the response to c1 without c1
