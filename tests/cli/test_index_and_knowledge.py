@@ -31,11 +31,7 @@ CHECKPOINTS = "Checkpoints are written every five minutes, or sooner when max_wa
 
 def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "advisorchain.cli", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=300,
+        [sys.executable, "-m", "advisorchain.cli", *args], cwd=cwd, capture_output=True, text=True, timeout=300
     )
 
 
@@ -70,13 +66,8 @@ def test_index_adds_the_text_and_markdown_files_of_a_folder(docs: Path) -> None:
     from advisorchain.rag import SearchRequest, SQLiteVectorStore
 
     with SQLiteVectorStore(docs.parent / "kb.db") as store:
-        [slot] = store.similarity_search(
-            SearchRequest("E1054", top_k=1, filter="title == 'Replication slots'")
-        )
-    assert (
-        slot.metadata["source"] == (docs / "slots.md").resolve().as_posix()
-        and slot.metadata["chunk_index"] == 0
-    )
+        [slot] = store.similarity_search(SearchRequest("E1054", top_k=1, filter="title == 'Replication slots'"))
+    assert slot.metadata["source"] == (docs / "slots.md").resolve().as_posix() and slot.metadata["chunk_index"] == 0
 
 
 def test_reindexing_replaces_a_changed_files_chunks_and_skips_an_unchanged_one(docs: Path) -> None:
@@ -97,10 +88,7 @@ def test_reindexing_replaces_a_changed_files_chunks_and_skips_an_unchanged_one(d
     [
         (lambda d: d / "nope.md", "Path 'docs/nope.md' does not exist"),
         (lambda d: d / "logo.png", "docs/logo.png is a binary file"),
-        (
-            lambda d: (d / "latin.txt").write_bytes("café".encode("latin-1")) and d / "latin.txt",
-            "not UTF-8 text",
-        ),
+        (lambda d: (d / "latin.txt").write_bytes("café".encode("latin-1")) and d / "latin.txt", "not UTF-8 text"),
         (lambda d: (d / "empty").mkdir() or d / "empty", "holds no text or Markdown files"),
     ],
     ids=["missing", "binary", "not-utf8", "no-text-files"],
@@ -109,14 +97,7 @@ def test_a_path_that_does_not_exist_or_is_not_text_stops_before_anything_is_writ
     docs: Path, make: Callable[[Path], Path], says: str
 ) -> None:
     bad = make(docs)
-    done = cli(
-        "index",
-        "docs/slots.md",
-        str(bad.relative_to(docs.parent)),
-        "--store",
-        "sqlite:///kb.db",
-        cwd=docs.parent,
-    )
+    done = cli("index", "docs/slots.md", str(bad.relative_to(docs.parent)), "--store", "sqlite:///kb.db", cwd=docs.parent)
     assert done.returncode == 2
     [line] = done.stderr.strip().splitlines()
     assert line.startswith("error:") and says in line
@@ -219,18 +200,7 @@ def test_chat_answers_from_the_knowledge_base_with_the_cited_sources_under_the_a
 def test_an_answer_that_cites_nothing_shows_no_sources(docs: Path, held: ScriptedServer) -> None:
     assert cli("index", "docs", "--store", "sqlite:///kb.db", cwd=docs.parent).returncode == 0
     held.queue(chat_answer("I cannot tell from the knowledge base [9]."))  # [9] names no retrieved document
-    done = cli(
-        "chat",
-        "--model",
-        "openai:m",
-        "--base-url",
-        held.base_url,
-        "--knowledge",
-        "sqlite:///kb.db",
-        "-p",
-        "hi",
-        cwd=docs.parent,
-    )
+    done = cli("chat", "--model", "openai:m", "--base-url", held.base_url, "--knowledge", "sqlite:///kb.db", "-p", "hi", cwd=docs.parent)
     assert done.stdout == "I cannot tell from the knowledge base [9].\n"
 
 
@@ -241,21 +211,8 @@ def test_an_answer_that_cites_nothing_shows_no_sources(docs: Path, held: Scripte
         ("kb.db", 2, "is not a knowledge store URL"),
     ],
 )
-def test_a_knowledge_base_that_is_not_there_is_one_clear_line(
-    tmp_path: Path, url: str, code: int, says: str
-) -> None:
-    done = cli(
-        "chat",
-        "--model",
-        "openai:m",
-        "--base-url",
-        "http://127.0.0.1:9/v1",
-        "--knowledge",
-        url,
-        "-p",
-        "hi",
-        cwd=tmp_path,
-    )
+def test_a_knowledge_base_that_is_not_there_is_one_clear_line(tmp_path: Path, url: str, code: int, says: str) -> None:
+    done = cli("chat", "--model", "openai:m", "--base-url", "http://127.0.0.1:9/v1", "--knowledge", url, "-p", "hi", cwd=tmp_path)
     assert done.returncode == code
     [line] = done.stderr.strip().splitlines()
     assert says in line
@@ -271,21 +228,9 @@ def test_every_agent_command_takes_knowledge(tmp_path: Path, command: str) -> No
 def test_eval_answers_its_cases_from_the_knowledge_base(docs: Path, held: ScriptedServer) -> None:
     assert cli("index", "docs", "--store", "sqlite:///kb.db", cwd=docs.parent).returncode == 0
     cases = docs.parent / "cases.json"
-    cases.write_text(
-        json.dumps([{"name": "slot", "question": "Which slot holds back WAL?", "expected": "E1054"}])
-    )
+    cases.write_text(json.dumps([{"name": "slot", "question": "Which slot holds back WAL?", "expected": "E1054"}]))
     held.queue(chat_answer("Slot E1054 [1]."))
-    done = cli(
-        "eval",
-        "cases.json",
-        "--model",
-        "openai:m",
-        "--base-url",
-        held.base_url,
-        "--knowledge",
-        "sqlite:///kb.db",
-        cwd=docs.parent,
-    )
+    done = cli("eval", "cases.json", "--model", "openai:m", "--base-url", held.base_url, "--knowledge", "sqlite:///kb.db", cwd=docs.parent)
     assert done.returncode == 0, done.stdout + done.stderr
     [question] = held.user_texts()
     assert "[1] # Replication slots" in question
@@ -303,21 +248,8 @@ def test_index_and_chat_on_postgresql(docs: Path, held: ScriptedServer) -> None:
     assert "Indexed 2 files (2 chunks) into postgresql://" in done.stdout and "(table kb_" in done.stdout
     assert "unchanged" in cli("index", "docs", "--store", url, cwd=docs.parent).stderr
     held.queue(chat_answer("Slot E1054 [1]."))
-    answer = cli(
-        "chat",
-        "--model",
-        "openai:m",
-        "--base-url",
-        held.base_url,
-        "--knowledge",
-        url,
-        "-p",
-        "Which slot?",
-        cwd=docs.parent,
-    )
-    assert answer.stdout.endswith('Sources:\n  [1] docs/slots.md ("Replication slots", chunk 1)\n'), (
-        answer.stderr
-    )
+    answer = cli("chat", "--model", "openai:m", "--base-url", held.base_url, "--knowledge", url, "-p", "Which slot?", cwd=docs.parent)
+    assert answer.stdout.endswith('Sources:\n  [1] docs/slots.md ("Replication slots", chunk 1)\n'), answer.stderr
 
 
 # -- in a real terminal ------------------------------------------------------------------------------
@@ -325,15 +257,10 @@ def test_index_and_chat_on_postgresql(docs: Path, held: ScriptedServer) -> None:
 
 def _pane(command: str, cwd: Path) -> Pane:
     env = f"ADVISORCHAIN_DATA_DIR={shlex.quote(str(cwd / 'data'))}"
-    return Pane(
-        find_tmux(),
-        f"cd {shlex.quote(str(cwd))} && env {env} {shlex.quote(sys.executable)} -m advisorchain.cli {command}",
-    )
+    return Pane(find_tmux(), f"cd {shlex.quote(str(cwd))} && env {env} {shlex.quote(sys.executable)} -m advisorchain.cli {command}")
 
 
-def test_in_a_terminal_index_shows_its_progress_and_chat_its_citations(
-    docs: Path, held: ScriptedServer
-) -> None:
+def test_in_a_terminal_index_shows_its_progress_and_chat_its_citations(docs: Path, held: ScriptedServer) -> None:
     panes = [_pane("index docs --store sqlite:///kb.db", docs.parent)]
     try:
         final = panes[0].wait_for(exited)[-1]
@@ -343,20 +270,12 @@ def test_in_a_terminal_index_shows_its_progress_and_chat_its_citations(
         assert "  + docs/slots.md: 1 chunk" in final
         assert final.index("  + docs/slots.md: 1 chunk") < final.index(bar)
         held.queue(chat_answer("Slot E1054 ", "holds the WAL back [1]."))
-        panes.append(
-            _pane(
-                f"chat --model openai:m --base-url {held.base_url} --knowledge sqlite:///kb.db", docs.parent
-            )
-        )
+        panes.append(_pane(f"chat --model openai:m --base-url {held.base_url} --knowledge sqlite:///kb.db", docs.parent))
         panes[1].wait_for(lambda f: any(line.startswith("you>") for line in f))
         panes[1].keys("Which slot holds back WAL?", "Enter")
         screen = panes[1].wait_for(lambda f: any("[1] docs/slots.md" in line for line in f))[-1]
         answer = screen.index("Slot E1054 holds the WAL back [1].")
-        assert screen[answer + 1 : answer + 4] == [
-            "",
-            "Sources:",
-            '  [1] docs/slots.md ("Replication slots", chunk 1)',
-        ]
+        assert screen[answer + 1 : answer + 4] == ["", "Sources:", '  [1] docs/slots.md ("Replication slots", chunk 1)']
     finally:
         for pane in panes:
             pane.close()
@@ -364,20 +283,7 @@ def test_in_a_terminal_index_shows_its_progress_and_chat_its_citations(
 
 def test_a_password_in_a_store_url_is_never_shown(tmp_path: Path) -> None:
     secret = "postgresql://app:s3cret@127.0.0.1:1/kb"
-    for args in (
-        ["index", str(tmp_path), "--store", secret.replace("postgresql", "mysql")],
-        [
-            "chat",
-            "--model",
-            "openai:m",
-            "--base-url",
-            "http://127.0.0.1:9/v1",
-            "--knowledge",
-            secret,
-            "-p",
-            "hi",
-        ],
-    ):
+    for args in (["index", str(tmp_path), "--store", secret.replace("postgresql", "mysql")], ["chat", "--model", "openai:m", "--base-url", "http://127.0.0.1:9/v1", "--knowledge", secret, "-p", "hi"]):
         (tmp_path / "a.md").write_text("text")
         done = cli(*args, cwd=tmp_path)
         assert done.returncode in (1, 2) and "s3cret" not in done.stderr + done.stdout, done.stderr

@@ -84,10 +84,7 @@ def test_a_locked_sqlite_file_is_a_vector_store_error_and_nothing_is_written(tmp
 
 def test_two_stores_on_one_file_see_each_others_writes(tmp_path: Path) -> None:
     path = tmp_path / "kb.db"
-    first, second = (
-        SQLiteVectorStore(path, WordsEmbeddingModel()),
-        SQLiteVectorStore(path, WordsEmbeddingModel()),
-    )
+    first, second = SQLiteVectorStore(path, WordsEmbeddingModel()), SQLiteVectorStore(path, WordsEmbeddingModel())
     threads = [
         threading.Thread(target=s.add, args=([Document(f"{n} {i}", id=f"{n}{i}") for i in range(5)],))
         for n, s in (("a", first), ("b", second))

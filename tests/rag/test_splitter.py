@@ -63,20 +63,14 @@ def test_empty_and_blank_texts_have_no_chunks() -> None:
     assert TextSplitter().split([Document(""), Document(" \n\n\t ")]) == []
 
 
-words = st.text(
-    alphabet=st.characters(blacklist_categories=("Zs", "Cc", "Zl", "Zp", "Cs")), min_size=1, max_size=30
-)
+words = st.text(alphabet=st.characters(blacklist_categories=("Zs", "Cc", "Zl", "Zp", "Cs")), min_size=1, max_size=30)
 separators = st.sampled_from([" ", "  ", "\n", "\n\n", ". ", "! ", ".\n\n", "\t", " \n \n"])
-texts = st.lists(st.tuples(words, separators), max_size=120).map(
-    lambda parts: "".join(w + s for w, s in parts)
-)
+texts = st.lists(st.tuples(words, separators), max_size=120).map(lambda parts: "".join(w + s for w, s in parts))
 
 
 @given(text=texts, size=st.integers(1, 40), overlap_ratio=st.floats(0, 0.95))
 @settings(max_examples=300, deadline=None)
-def test_offsets_are_exact_and_chunks_respect_words_sizes_and_overlap(
-    text: str, size: int, overlap_ratio: float
-) -> None:
+def test_offsets_are_exact_and_chunks_respect_words_sizes_and_overlap(text: str, size: int, overlap_ratio: float) -> None:
     overlap = min(int(size * overlap_ratio), size - 1)
     splitter = TextSplitter(chunk_size=size, chunk_overlap=overlap)
     chunks = splitter.split([Document(text, {"k": 1})])

@@ -17,30 +17,7 @@ from advisorchain.rag.filters.nodes import depth
 from tests.rag.filter_strategies import filter_trees
 
 KEYS = ["s", "n", "b", "z", "l", "source.kind", 'we"ird', "missing"]
-VALUES: list[Any] = [
-    "a",
-    "b",
-    "B",
-    "é",
-    "",
-    "a b",
-    0,
-    1,
-    2,
-    -1,
-    2.0,
-    2.5,
-    1e15,
-    -0.5,
-    0.1,
-    1 / 3,
-    2**62 + 1,
-    5e-324,
-    True,
-    False,
-    None,
-    [1, "a"],
-]
+VALUES: list[Any] = ["a", "b", "B", "é", "", "a b", 0, 1, 2, -1, 2.0, 2.5, 1e15, -0.5, 0.1, 1 / 3, 2**62 + 1, 5e-324, True, False, None, [1, "a"]]
 
 
 def corpus() -> list[Document]:
@@ -73,9 +50,7 @@ def filled(store: Any) -> tuple[Any, list[Document]]:
 
 @given(node=filters)
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-def test_a_filtered_search_finds_exactly_the_matching_documents(
-    filled: tuple[Any, list[Document]], node: Filter
-) -> None:
+def test_a_filtered_search_finds_exactly_the_matching_documents(filled: tuple[Any, list[Document]], node: Filter) -> None:
     store, docs = filled
     found = store.similarity_search(SearchRequest("document topic", top_k=len(docs), filter=node))
     assert {d.id for d in found} == expected_ids(node, docs)
@@ -122,23 +97,17 @@ def test_a_filtered_search_returns_top_k_matching_documents_even_when_they_rank_
     store.add(docs)
     found = store.similarity_search(SearchRequest("alpha beta gamma", top_k=5, filter="keep == true"))
     assert sorted(d.id for d in found) == ["far0", "far1", "far2"]
-    found = store.similarity_search(
-        SearchRequest("alpha beta gamma", top_k=2, filter=Filter.eq("keep", True))
-    )
+    found = store.similarity_search(SearchRequest("alpha beta gamma", top_k=2, filter=Filter.eq("keep", True)))
     assert len(found) == 2 and all(d.metadata["keep"] for d in found)
 
 
-@pytest.mark.parametrize(
-    "key", ["a'; DROP TABLE x; --", 'b"); DELETE FROM documents; --', "c' OR '1'='1", "%s", "$1", "?"]
-)
+@pytest.mark.parametrize("key", ["a'; DROP TABLE x; --", 'b"); DELETE FROM documents; --', "c' OR '1'='1", "%s", "$1", "?"])
 def test_a_key_with_sql_in_it_is_a_key_never_sql(store: Any, key: str) -> None:
     store.add([Document("one", {key: 1}, id="hit"), Document("two", {"other": 1}, id="miss")])
     for node in (Filter.eq(key, 1), Filter.parse(f"{_quoted(key)} == 1"), Filter.in_(key, [1, "x"])):
         found = store.similarity_search(SearchRequest("one two", top_k=5, filter=node))
         assert [d.id for d in found] == ["hit"]
-    assert {
-        d.id for d in store.similarity_search(SearchRequest("one two", top_k=5, filter=Filter.ne(key, 1)))
-    } == {"miss"}
+    assert {d.id for d in store.similarity_search(SearchRequest("one two", top_k=5, filter=Filter.ne(key, 1)))} == {"miss"}
     assert store.delete(filter=Filter.is_not_null(key)) == 1
     assert [d.id for d in store.similarity_search(SearchRequest("one two", top_k=5))] == ["miss"]
 
@@ -147,19 +116,7 @@ def _quoted(key: str) -> str:
     return '"' + key.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-BIG = [
-    2**53,
-    2**53 + 1,
-    2**62 + 1,
-    -(2**62) - 1,
-    float(2**53),
-    float(2**62),
-    -float(2**62),
-    1e19,
-    9007199254740993.0,
-    0.1,
-    0.30000000000000004,
-]
+BIG = [2**53, 2**53 + 1, 2**62 + 1, -(2**62) - 1, float(2**53), float(2**62), -float(2**62), 1e19, 9007199254740993.0, 0.1, 0.30000000000000004]
 
 
 @pytest.mark.parametrize("literal", BIG)
