@@ -21,8 +21,8 @@ from typing import Any, ClassVar
 
 from .._checks import check_conversation_id
 from .._streams import closing
-from ..memory._lock import conversation_lock, lock_key
 from ..memory.api import AtomicChatMemoryRepository, ChatMemory, conversation_id_of
+from ..memory.locks import conversation_lock, lock_key
 from ..memory.window import MessageWindowChatMemory, apply_window
 from ..messages import AssistantMessage, Message, SystemMessage, ToolResponseMessage, UserMessage
 from ..model import ChatClientMessageAggregator, ChatClientRequest, ChatClientResponse, ChatResponse

@@ -27,7 +27,7 @@ from ..output import (
     extract_json,
     join_errors,
 )
-from ._attempts import Attempt, buffered_attempt, call_attempt, release_buffered, usage_of
+from .attempts import Attempt, buffered_attempt, call_attempt, release_buffered, usage_of
 from .chain import CallAdvisorChain, StreamAdvisorChain
 from .vocabulary import STRUCTURED_OUTPUT_ORDER, check_order
 

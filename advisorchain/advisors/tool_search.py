@@ -17,8 +17,8 @@ from typing import Any
 
 from .._checks import check_int
 from ..model import ChatClientRequest, ChatOptions, Prompt
-from ..tools._callbacks import ParsedTool
 from ..tools.api import ToolCallback, ToolContext, ToolDefinition
+from ..tools.callbacks import ParsedTool
 from .chain import CallAdvisorChain, StreamAdvisorChain
 from .tool_calling import ToolCallingAdvisor
 

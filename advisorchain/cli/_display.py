@@ -20,7 +20,7 @@ from ..messages import ToolCall
 from ..observability import TOOL_CALL_ARGUMENTS as ARGUMENTS
 from ..observability import TOOL_CALL_RESULT as RESULT
 from ..tools import Approved, Denied, ToolCallback, ToolContext
-from ..tools._callbacks import WrappedTool
+from ..tools.callbacks import WrappedTool
 from ..usage import RunUsage, Usage
 
 __all__ = [

@@ -29,9 +29,9 @@ from ..messages import Message, ToolCall, message_from_dict, message_to_dict
 from ..model import ChatClientMessageAggregator, ChatModel, ChatResponse, Prompt
 from ..output import converter_for
 from ..tools import Approved, Denied, tool_callbacks
-from ..tools._callbacks import FixedTool
 from ..tools.api import InvalidToolArgumentsError, ToolCallback, ToolContext
 from ..tools.approvals import as_decisions
+from ..tools.callbacks import FixedTool
 from ..tools.function import encode_result
 from ._codec import (
     model_error_from_dict,

@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any, ClassVar, Literal, TypeVar, get_args
 
 from .._checks import check_int
-from ..advisors._attempts import Attempt, buffered_attempt, call_attempt, release_buffered, usage_of
+from ..advisors.attempts import Attempt, buffered_attempt, call_attempt, release_buffered, usage_of
 from ..advisors.chain import CallAdvisorChain, StreamAdvisorChain
 from ..advisors.vocabulary import SELF_REFINE_ORDER, AdvisorParams, check_order
 from ..errors import ChainConfigurationError, EvaluationFailedError

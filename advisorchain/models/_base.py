@@ -26,8 +26,9 @@ from ._http.json import loads
 from ._http.loops import LoopClients
 from ._http.sse import SseDecoder
 from ._http.transport import HttpPath, Reply, http_path
+from .clients import derive_client
 
-__all__ = ["OWN_HOSTS", "HttpChatModel", "StreamAssembly", "derive_client", "own_host_provider"]
+__all__ = ["OWN_HOSTS", "HttpChatModel", "StreamAssembly", "own_host_provider"]
 
 
 class StreamAssembly(Protocol):
@@ -59,12 +60,6 @@ def own_host_provider(client: Any) -> str | None:
     server (a local or proxy server: its models are unpriced)."""
     host = urlsplit(str(getattr(client, "base_url", "") or "")).hostname
     return OWN_HOSTS.get(host or "")
-
-
-def derive_client(template: Any, http_client: Any) -> Any:
-    """An SDK client configured as ``template`` over another HTTP client (one per event loop, see
-    ``_http.loops``): the SDK's own ``copy``."""
-    return template.copy(http_client=http_client)
 
 
 class HttpChatModel(ABC):

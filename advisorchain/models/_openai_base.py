@@ -23,10 +23,10 @@ from ..messages import (
 )
 from ..model import Prompt
 from ._base import HttpChatModel
-from ._clients import BEARER_AUTH, OPENAI, client_for
 from ._common import split_sdk_options, tool_definitions
 from ._http.wire import HISTORY, DefinitionsWire, Spliced, WireCache, history_body
 from ._media import Convert, tool_media, tool_media_heading
+from .clients import BEARER_AUTH, OPENAI, client_for
 
 if TYPE_CHECKING:
     import openai

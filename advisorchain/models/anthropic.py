@@ -39,7 +39,6 @@ from ..messages import (
 )
 from ..model import ChatResponse, ChatResponseMetadata, Generation, Prompt, Usage
 from ._base import HttpChatModel, StreamAssembly
-from ._clients import ANTHROPIC, client_for, require_sdk
 from ._common import (
     as_dict,
     as_int,
@@ -55,6 +54,7 @@ from ._common import (
 from ._http.failures import incomplete_answer, model_error
 from ._http.json import dumps
 from ._media import anthropic_blocks, tool_media
+from .clients import ANTHROPIC, client_for, require_sdk
 
 if TYPE_CHECKING:
     import anthropic

@@ -13,7 +13,7 @@ from .._streams import closing
 from ..advisors.chain import CallAdvisorChain, StreamAdvisorChain
 from ..model import ChatClientRequest, ChatClientResponse
 from ..tools import ToolCallback, ToolContext
-from ..tools._callbacks import WrappedTool
+from ..tools.callbacks import WrappedTool
 from ._views import error_line, jsonable
 
 __all__ = ["WATCH_NAME", "Emit", "ToolWatch", "WatchedTool"]
