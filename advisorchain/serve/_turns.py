@@ -26,11 +26,11 @@ from ..advisors.vocabulary import AdvisorParams
 from ..client import ChatClient, ChatClientRequestSpec
 from ..errors import ChainConfigurationError
 from ..memory import ChatMemory, MessageWindowChatMemory
-from ..memory._lock import conversation_lock
+from ..memory.locks import conversation_lock
 from ..messages import AssistantMessage, Message, ToolCall, ToolResponseMessage, UserMessage
 from ..model import ChatOptions
 from ..tools import Approved, Denied, ToolCallback, ToolContext, ToolDefinition, ToolMetadata
-from ..tools._callbacks import FixedTool
+from ..tools.callbacks import FixedTool
 from ..tools.approvals import Decision
 from ._http import Refusal
 
@@ -98,6 +98,7 @@ class Plan:
     caller_names: frozenset[str]
     resumed: tuple[ToolCall, ...] = ()
     resumed_results: Mapping[str, str] = field(default_factory=dict)
+    decisions: Mapping[str, Decision] = field(default_factory=dict)
     _taken: _Round | None = None
 
 
@@ -165,6 +166,12 @@ class ServeCore:
         async with conversation_lock(self.memory, conversation_id):
             yield await self.stored(conversation_id)
 
+    async def check(self, turn: TurnInput) -> None:
+        """Refuse ``turn`` now (before a stream starts) when it cannot run on the conversation as it
+        stands; it is checked again when its turn comes."""
+        stored = await self.stored(turn.conversation_id) if turn.conversation_id is not None else []
+        self.plan(turn, stored, dry_run=True)
+
     async def stored(self, conversation_id: str) -> list[Message]:
         """What memory holds of a conversation."""
         if self.memory is None:
@@ -176,9 +183,10 @@ class ServeCore:
 
     # -- planning ------------------------------------------------------------------------------
 
-    def plan(self, turn: TurnInput, stored: Sequence[Message]) -> Plan:
+    def plan(self, turn: TurnInput, stored: Sequence[Message], *, dry_run: bool = False) -> Plan:
         """The request for ``turn`` on a conversation whose memory holds ``stored``; ``Refusal``
-        (nothing runs) naming what is wrong with the input."""
+        (nothing runs) naming what is wrong with the input. ``dry_run``: only check (a paused round
+        it resumes stays waiting)."""
         caller = self._caller_tools(turn.caller_tools)
         head, tail = self._split(turn, stored)
         results = {r.id: r.response_data for m in tail if isinstance(m, ToolResponseMessage) for r in m.responses}
@@ -192,7 +200,7 @@ class ServeCore:
                     "after the run they resume",
                     param="messages",
                 )
-            return self._resume(turn, stored, results, caller, names)
+            return self._resume(turn, stored, results, caller, names, dry_run)
         if not fresh:
             raise Refusal(
                 400, "nothing to answer: the input ends with an assistant message or holds no message",
@@ -225,6 +233,7 @@ class ServeCore:
         results: Mapping[str, str],
         caller: Mapping[str, ToolDefinition],
         names: frozenset[str],
+        dry_run: bool,
     ) -> Plan:
         named = [*results, *turn.decisions]
         waiting, taken = self._waiting(turn.conversation_id, stored, named, names)
@@ -263,8 +272,9 @@ class ServeCore:
                 )
         spec = self._spec(turn, {n: d for n, d in caller.items()}, sent, history=taken)
         spec.tool_approvals(decisions)
-        self._take(taken)
-        return Plan(spec, turn.conversation_id, names, tuple(waiting), sent, taken)
+        if not dry_run:
+            self._take(taken)
+        return Plan(spec, turn.conversation_id, names, tuple(waiting), sent, decisions, taken)
 
     def _waiting(
         self, conversation_id: str | None, stored: Sequence[Message], named: Sequence[str], names: frozenset[str]
