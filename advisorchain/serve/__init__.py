@@ -12,7 +12,16 @@ two requests on one conversation taking turns.
 from __future__ import annotations
 
 from ._http import MAX_BODY_BYTES
+from .a2a import A2AAgentTool, a2a_app
 from .agui import INTERRUPT_PREFIX, agui_app
 from .openai import APPROVAL_FLAG, openai_app
 
-__all__ = ["APPROVAL_FLAG", "INTERRUPT_PREFIX", "MAX_BODY_BYTES", "agui_app", "openai_app"]
+__all__ = [
+    "APPROVAL_FLAG",
+    "INTERRUPT_PREFIX",
+    "MAX_BODY_BYTES",
+    "A2AAgentTool",
+    "a2a_app",
+    "agui_app",
+    "openai_app",
+]
