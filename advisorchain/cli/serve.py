@@ -36,15 +36,28 @@ _PROTOCOLS = ("agui", "a2a", "openai", "mcp")
 @click.option(
     "--protocol", type=click.Choice(_PROTOCOLS), required=True, help="What the agent speaks to its callers."
 )
-@agent_options(model_default=None, model_help="provider:name (openai, openai-responses, anthropic); "
-               "default: the scripted demo model, offline.")
-@click.option("--host", default="127.0.0.1", show_default=True, help="Where to listen (loopback unless asked).")
-@click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True, help="0 picks a free port.")
+@agent_options(
+    model_default=None,
+    model_help="provider:name (openai, openai-responses, anthropic); "
+    "default: the scripted demo model, offline.",
+)
+@click.option(
+    "--host", default="127.0.0.1", show_default=True, help="Where to listen (loopback unless asked)."
+)
+@click.option(
+    "--port", type=click.IntRange(0, 65535), default=8000, show_default=True, help="0 picks a free port."
+)
 @click.option("--token-env", metavar="NAME", default=None, help="Read the bearer token from this variable.")
 @click.option("--no-token", is_flag=True, help="Serve without a token (loopback only).")
 @click.option("--debug", is_flag=True, help="Show the server's log.")
 def serve_command(
-    protocol: str, agent: AgentOptions, host: str, port: int, token_env: str | None, no_token: bool, debug: bool
+    protocol: str,
+    agent: AgentOptions,
+    host: str,
+    port: int,
+    token_env: str | None,
+    no_token: bool,
+    debug: bool,
 ) -> int:
     """Serve the agent over AG-UI, A2A, OpenAI's Chat Completions API or MCP."""
     token = _token(token_env, no_token, host)
@@ -86,7 +99,8 @@ def _token(token_env: str | None, no_token: bool, host: str) -> str | None:
     value = os.environ.get(token_env)
     if not value or not value.strip() or value.split() != [value]:
         raise click.BadParameter(
-            f"the variable {token_env} is unset or not a token (printable, no spaces)", param_hint="'--token-env'"
+            f"the variable {token_env} is unset or not a token (printable, no spaces)",
+            param_hint="'--token-env'",
         )
     return value
 
@@ -100,10 +114,14 @@ def _check_extra(protocol: str) -> None:
         import uvicorn  # noqa: F401
     except ImportError as exc:
         extra = "mcp" if protocol == "mcp" else "serve"
-        raise CliError(f"advisorchain serve needs the {extra!r} extra ({exc}): pip install 'advisorchain[{extra}]'") from exc
+        raise CliError(
+            f"advisorchain serve needs the {extra!r} extra ({exc}): pip install 'advisorchain[{extra}]'"
+        ) from exc
 
 
-def _client(agent: AgentOptions, llm: Any, tools: list[object], knowledge: Any, store: Any) -> tuple[ChatClient, Any]:
+def _client(
+    agent: AgentOptions, llm: Any, tools: list[object], knowledge: Any, store: Any
+) -> tuple[ChatClient, Any]:
     """The agent ``chat`` builds, without its own memory advisor: the app keeps the conversations
     (by the id each request names) in the sessions store."""
     from ..advisors import MessageChatMemoryAdvisor
@@ -137,7 +155,9 @@ async def _serve(
     async with AsyncExitStack() as stack:
         stack.push_async_callback(close_model, llm)
         entered = [await stack.enter_async_context(server) for server in servers]
-        client, memory = _client(agent, llm, [*tools, *entered], open_knowledge_advisor(agent.knowledge, stack), store)
+        client, memory = _client(
+            agent, llm, [*tools, *entered], open_knowledge_advisor(agent.knowledge, stack), store
+        )
         app = _app(protocol, client, memory, token, host)
         port = sock.getsockname()[1]
         shown = f"[{host}]" if ":" in host and not host.startswith("[") else host

@@ -33,7 +33,9 @@ MAX_BODY_BYTES = 8 * 1024 * 1024
 """The largest request body the apps read (8 MiB); a larger one is answered 413 unread."""
 
 _LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
-_TOKEN_NAMES = frozenset({"token", "access_token", "api_key", "apikey", "key", "auth", "authorization", "bearer"})
+_TOKEN_NAMES = frozenset(
+    {"token", "access_token", "api_key", "apikey", "key", "auth", "authorization", "bearer"}
+)
 
 
 class Refusal(Exception):

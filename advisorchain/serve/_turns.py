@@ -30,8 +30,8 @@ from ..memory.locks import conversation_lock
 from ..messages import AssistantMessage, Message, ToolCall, ToolResponseMessage, UserMessage
 from ..model import ChatOptions
 from ..tools import Approved, Denied, ToolCallback, ToolContext, ToolDefinition, ToolMetadata
-from ..tools.callbacks import FixedTool
 from ..tools.approvals import Decision
+from ..tools.callbacks import FixedTool
 from ._http import Refusal
 
 __all__ = ["CallerTool", "Paused", "Plan", "ServeCore", "TurnInput", "approval_decision"]
@@ -189,7 +189,9 @@ class ServeCore:
         it resumes stays waiting)."""
         caller = self._caller_tools(turn.caller_tools)
         head, tail = self._split(turn, stored)
-        results = {r.id: r.response_data for m in tail if isinstance(m, ToolResponseMessage) for r in m.responses}
+        results = {
+            r.id: r.response_data for m in tail if isinstance(m, ToolResponseMessage) for r in m.responses
+        }
         fresh = [m for m in tail if not isinstance(m, ToolResponseMessage)]
         names = frozenset(d.name for d in turn.caller_tools)
         if results or turn.decisions:
@@ -203,12 +205,14 @@ class ServeCore:
             return self._resume(turn, stored, results, caller, names, dry_run)
         if not fresh:
             raise Refusal(
-                400, "nothing to answer: the input ends with an assistant message or holds no message",
+                400,
+                "nothing to answer: the input ends with an assistant message or holds no message",
                 param="messages",
             )
         spec = self._spec(turn, caller)
-        before = [] if stored else list(head)
-        *earlier, last = [*before, *fresh]
+        before: list[Message] = [] if stored else list(head)
+        combined: list[Message] = [*before, *fresh]
+        earlier, last = combined[:-1], combined[-1]
         if earlier:
             spec.messages(earlier)
         if isinstance(last, UserMessage):
@@ -259,7 +263,9 @@ class ServeCore:
         for call in waiting:
             if call.name in names:
                 if call.id not in results:
-                    raise Refusal(400, f"the caller's tool call {call.id!r} needs its result", param="messages")
+                    raise Refusal(
+                        400, f"the caller's tool call {call.id!r} needs its result", param="messages"
+                    )
                 sent[call.id] = results[call.id]
                 decisions[call.id] = Approved()
             elif call.id in turn.decisions:
@@ -277,7 +283,11 @@ class ServeCore:
         return Plan(spec, turn.conversation_id, names, tuple(waiting), sent, decisions, taken)
 
     def _waiting(
-        self, conversation_id: str | None, stored: Sequence[Message], named: Sequence[str], names: frozenset[str]
+        self,
+        conversation_id: str | None,
+        stored: Sequence[Message],
+        named: Sequence[str],
+        names: frozenset[str],
     ) -> tuple[list[ToolCall], _Round | None]:
         """The calls that wait for the caller's answer: with memory, those of the stored
         conversation's last message; without, those of the paused round the named calls belong to."""
@@ -355,7 +365,9 @@ class ServeCore:
 
     # -- the end of a run ----------------------------------------------------------------------
 
-    def paused(self, plan: Plan, context: Mapping[str, Any], message: AssistantMessage | None) -> Paused | None:
+    def paused(
+        self, plan: Plan, context: Mapping[str, Any], message: AssistantMessage | None
+    ) -> Paused | None:
         """What the caller must answer when the run ended waiting (``approvalRequired``), else None;
         without memory the round is kept for its answers."""
         pending: Sequence[ToolCall] = context.get(AdvisorParams.PENDING_TOOL_CALLS) or ()

@@ -12,10 +12,10 @@ id>": true | false | "<denial reason>"}}`` resumes it.
 from __future__ import annotations
 
 import asyncio
-import json
+import contextlib
 import re
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import httpx
@@ -140,7 +140,12 @@ def _default_card(core: ServeCore, bearer: bool) -> AgentCard:
         default_input_modes=[_TEXT],
         default_output_modes=[_TEXT],
         skills=[
-            AgentSkill(id=t.definition.name, name=t.definition.name, description=t.definition.description, tags=["tool"])
+            AgentSkill(
+                id=t.definition.name,
+                name=t.definition.name,
+                description=t.definition.description,
+                tags=["tool"],
+            )
             for t in core.client.default_tool_callbacks()
         ],
         supported_interfaces=[AgentInterface(url="/", protocol_binding="JSONRPC", protocol_version="1.0")],
@@ -168,7 +173,9 @@ class _Executor(AgentExecutor):
         current = context.current_task
         if current is None:
             history = [context.message] if context.message is not None else []
-            await event_queue.enqueue_event(new_task(task_id, context_id, TaskState.TASK_STATE_SUBMITTED, history=history))
+            await event_queue.enqueue_event(
+                new_task(task_id, context_id, TaskState.TASK_STATE_SUBMITTED, history=history)
+            )
         try:
             turn = self._turn(context, context_id, current)
         except Refusal as refusal:
@@ -218,24 +225,27 @@ class _Executor(AgentExecutor):
                     text = chat.text
                     if text:
                         await updater.add_artifact(
-                            [new_text_part(text)], artifact_id=_ANSWER_ARTIFACT, name="answer", append=appended
+                            [new_text_part(text)],
+                            artifact_id=_ANSWER_ARTIFACT,
+                            name="answer",
+                            append=appended,
                         )
                         appended = True
                     if chat.finish_reason is not None and chat.result is not None:
                         message = chat.result.output
             paused = self.core.paused(plan, last.context if last is not None else {}, message)
         if paused is not None and paused.calls:
-            await updater.requires_input(updater.new_agent_message([new_text_part(_waiting_text(paused.calls))]))
+            await updater.requires_input(
+                updater.new_agent_message([new_text_part(_waiting_text(paused.calls))])
+            )
             return
         await updater.complete()
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         """The run was cancelled (its task stopped; memory stores nothing of the turn)."""
         updater = TaskUpdater(event_queue, context.task_id or "", context.context_id or "")
-        try:
+        with contextlib.suppress(RuntimeError):  # already in a final state
             await updater.cancel()
-        except RuntimeError:  # already in a final state
-            pass
 
 
 def _waiting_text(calls: Sequence[tuple[ToolCall, bool]]) -> str:
@@ -278,7 +288,9 @@ class A2AAgentTool(FixedTool):
     >>> ChatClient(model, default_tools=[A2AAgentTool("http://127.0.0.1:8001/", token="s3cret")])
     """
 
-    def __init__(self, url: str, *, name: str | None = None, token: str | None = None, timeout: float = 60.0) -> None:
+    def __init__(
+        self, url: str, *, name: str | None = None, token: str | None = None, timeout: float = 60.0
+    ) -> None:
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
             raise ValueError(f"url must be the agent's http(s) URL, got {url!r}")
         if name is not None and not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", name):
@@ -308,7 +320,9 @@ class A2AAgentTool(FixedTool):
 
             self._card = await A2ACardResolver(http, self._url).get_agent_card()
             name = self._name or (re.sub(r"[^A-Za-z0-9_-]", "_", self._card.name)[:64] or "a2a_agent")
-            self._definition = ToolDefinition(name, self._card.description or "A remote A2A agent.", _INPUT_SCHEMA)
+            self._definition = ToolDefinition(
+                name, self._card.description or "A remote A2A agent.", _INPUT_SCHEMA
+            )
         return self._card
 
     async def fetch_card(self) -> AgentCard:
@@ -319,7 +333,7 @@ class A2AAgentTool(FixedTool):
     async def call(self, arguments: str, context: ToolContext | None) -> str:
         """Send the input to the remote agent and answer its reply."""
         text = string_argument(arguments, self.definition.name, "input")
-        conversation = str((context or {}).get("conversation_id") or "default")
+        conversation = str(context.get("conversation_id") or "default") if context is not None else "default"
         async with httpx.AsyncClient(headers=self._headers(), timeout=self._timeout) as http:
             card = await self._ensure_card(http)
             remote = await create_client(card, ClientConfig(streaming=False, httpx_client=http))
@@ -345,14 +359,20 @@ class A2AAgentTool(FixedTool):
                     if task.context_id:
                         self._contexts[conversation] = task.context_id
                     state = task.status.state
-                    status_text = get_message_text(task.status.message) if task.status.HasField("message") else ""
+                    status_text = (
+                        get_message_text(task.status.message) if task.status.HasField("message") else ""
+                    )
                     answer = ["".join(p.text for p in a.parts) for a in task.artifacts]
                 elif response.HasField("message"):
                     answer.append(get_message_text(response.message))
                     state = TaskState.TASK_STATE_COMPLETED
         except Exception as exc:
             raise ToolError(f"the agent {self.definition.name!r} failed: {error_line(exc)}") from exc
-        if state in (TaskState.TASK_STATE_FAILED, TaskState.TASK_STATE_REJECTED, TaskState.TASK_STATE_CANCELED):
+        if state in (
+            TaskState.TASK_STATE_FAILED,
+            TaskState.TASK_STATE_REJECTED,
+            TaskState.TASK_STATE_CANCELED,
+        ):
             raise ToolError(status_text or f"the agent's task ended {TaskState.Name(state)}")
         if state == TaskState.TASK_STATE_INPUT_REQUIRED:
             raise ToolError(status_text or "the agent waits for input")

@@ -136,7 +136,9 @@ def error_response(refusal: Refusal) -> Response:
 
 async def _http_error(request: Request, exc: Exception) -> Response:
     status = exc.status_code if isinstance(exc, HTTPException) else 500
-    message = {404: "no AG-UI agent at this path", 405: "POST a RunAgentInput here"}.get(status, "the request failed")
+    message = {404: "no AG-UI agent at this path", 405: "POST a RunAgentInput here"}.get(
+        status, "the request failed"
+    )
     return error_response(Refusal(status, message, "not_found" if status == 404 else "error"))
 
 
@@ -368,7 +370,9 @@ class _Run:
         steps = self._runs.get(event.child_run_id)
         events = self._close_round(steps) if steps is not None else []
         events.append(
-            SubagentFinishedEvent(subagent_run_id=event.child_run_id, outcome=SubagentFinishedSuccessOutcome())
+            SubagentFinishedEvent(
+                subagent_run_id=event.child_run_id, outcome=SubagentFinishedSuccessOutcome()
+            )
         )
         return events
 
@@ -380,10 +384,14 @@ class _Run:
         for call in plan.resumed:
             decision = plan.decisions.get(call.id)
             if isinstance(decision, Denied):
-                text = "Error: the user denied this tool call" + (f": {decision.reason}" if decision.reason else "")
+                text = "Error: the user denied this tool call" + (
+                    f": {decision.reason}" if decision.reason else ""
+                )
                 frames.append(
                     _encode(
-                        ToolCallResultEvent(message_id=_new_id("tool"), tool_call_id=call.id, content=text, role="tool")
+                        ToolCallResultEvent(
+                            message_id=_new_id("tool"), tool_call_id=call.id, content=text, role="tool"
+                        )
                     )
                 )
         return frames
@@ -400,7 +408,9 @@ class _Run:
             outcome = RunFinishedInterruptOutcome(interrupts=[_interrupt(c) for c in paused.approvals])
         elif paused is not None:
             outcome = RunFinishedSuccessOutcome(pending_tool_call_ids=[c.id for c in paused.caller_calls])
-        events.append(RunFinishedEvent(thread_id=self.thread_id, run_id=self.run_id, outcome=outcome, usage=usage))
+        events.append(
+            RunFinishedEvent(thread_id=self.thread_id, run_id=self.run_id, outcome=outcome, usage=usage)
+        )
         return events
 
 
@@ -478,7 +488,9 @@ def _turn(given: RunAgentInput) -> TurnInput:
     if not given.thread_id.strip() or len(given.thread_id) > 200:
         raise Refusal(422, "threadId must be 1 to 200 characters", "invalid_input", "threadId")
     tools = [
-        ToolDefinition(t.name, t.description, t.parameters if isinstance(t.parameters, dict) else {"type": "object"})
+        ToolDefinition(
+            t.name, t.description, t.parameters if isinstance(t.parameters, dict) else {"type": "object"}
+        )
         for t in given.tools or ()
     ]
     return TurnInput(
@@ -504,12 +516,16 @@ def _decisions(entries: Any) -> dict[str, Decision]:
         payload = entry.payload
         if not isinstance(payload, dict) or not isinstance(payload.get("approved"), bool):
             raise Refusal(
-                422, f'{where}.payload must be {{"approved": true}} or {{"approved": false, "reason": "..."}}',
-                "invalid_input", f"{where}.payload",
+                422,
+                f'{where}.payload must be {{"approved": true}} or {{"approved": false, "reason": "..."}}',
+                "invalid_input",
+                f"{where}.payload",
             )
         reason = payload.get("reason")
         decisions[call_id] = (
-            Approved() if payload["approved"] else Denied(reason if isinstance(reason, str) and reason else None)
+            Approved()
+            if payload["approved"]
+            else Denied(reason if isinstance(reason, str) and reason else None)
         )
     return decisions
 
@@ -524,7 +540,9 @@ def _messages(given: RunAgentInput) -> list[Message]:
         elif isinstance(item, AguiUser):
             converted.append(_user(item, f"messages.{index}.content"))
         elif isinstance(item, AguiAssistant):
-            calls = tuple(ToolCall(c.id, c.function.name, c.function.arguments or "{}") for c in item.tool_calls or ())
+            calls = tuple(
+                ToolCall(c.id, c.function.name, c.function.arguments or "{}") for c in item.tool_calls or ()
+            )
             names.update((c.id, c.name) for c in calls)
             converted.append(AssistantMessage(item.content, calls))
         elif isinstance(item, ToolMessage):
@@ -554,7 +572,9 @@ def _user(item: AguiUser, where: str) -> UserMessage:
             elif isinstance(source, UrlSource):
                 media.append(Media(source.mime_type or "image/png", url=source.value))
             else:
-                raise Refusal(422, f"{where}: an image part needs a data or url source", "invalid_input", where)
+                raise Refusal(
+                    422, f"{where}: an image part needs a data or url source", "invalid_input", where
+                )
         else:
             raise Refusal(422, f"{where}: only text and image parts are taken", "invalid_input", where)
     return UserMessage("".join(texts), media=media)

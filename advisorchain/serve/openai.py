@@ -14,7 +14,7 @@ import json
 import mimetypes
 import secrets
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from openai.types import CompletionUsage, Model
@@ -23,6 +23,7 @@ from openai.types.chat import (
     ChatCompletionChunk,
     ChatCompletionMessage,
     ChatCompletionMessageFunctionToolCall,
+    ChatCompletionMessageToolCallUnion,
 )
 from openai.types.chat.chat_completion import Choice
 from openai.types.chat.chat_completion_chunk import Choice as ChunkChoice
@@ -139,8 +140,12 @@ class _OpenAI:
     async def model(self, request: Request) -> Response:
         if request.path_params["model_id"] != self.model_name:
             return error_response(
-                Refusal(404, f"no model {request.path_params['model_id']!r}; this server serves "
-                        f"{self.model_name!r}", "not_found", "model")
+                Refusal(
+                    404,
+                    f"no model {request.path_params['model_id']!r}; this server serves {self.model_name!r}",
+                    "not_found",
+                    "model",
+                )
             )
         return JSONResponse(self._model().model_dump(mode="json"))
 
@@ -188,7 +193,9 @@ class _OpenAI:
             choices=[
                 Choice(
                     index=0,
-                    message=ChatCompletionMessage(role="assistant", content=text, tool_calls=calls or None),
+                    message=ChatCompletionMessage(
+                        role="assistant", content=text, tool_calls=list(calls) or None
+                    ),
                     finish_reason="tool_calls" if calls else _finish(reason),  # type: ignore[arg-type]
                 )
             ],
@@ -257,7 +264,11 @@ class _Frames:
     def _chunk(self, delta: ChoiceDelta | None, finish: str | None = None) -> ChatCompletionChunk:
         choices = [] if delta is None else [ChunkChoice(index=0, delta=delta, finish_reason=finish)]  # type: ignore[arg-type]
         return ChatCompletionChunk(
-            id=self.id, object="chat.completion.chunk", created=self.created, model=self.model, choices=choices
+            id=self.id,
+            object="chat.completion.chunk",
+            created=self.created,
+            model=self.model,
+            choices=choices,
         )
 
     def _frame(self, chunk: ChatCompletionChunk) -> bytes:
@@ -292,17 +303,19 @@ class _Frames:
         return self._frame(chunk)
 
     def error(self, refusal: Refusal) -> bytes:
-        kind = {429: "usage_limit_exceeded"}.get(refusal.status, "server_error" if refusal.status >= 500 else "invalid_request_error")
+        kind = {429: "usage_limit_exceeded"}.get(
+            refusal.status, "server_error" if refusal.status >= 500 else "invalid_request_error"
+        )
         error = {"message": refusal.message, "type": kind, "code": refusal.code, "param": refusal.param}
         return b"data: " + json.dumps({"error": error}, ensure_ascii=False).encode() + b"\n\n"
 
 
-def _returned_calls(paused: Paused | None) -> list[ChatCompletionMessageFunctionToolCall]:
+def _returned_calls(paused: Paused | None) -> list[ChatCompletionMessageToolCallUnion]:
     """The calls the caller must answer: its own tools' calls, and the agent's calls that wait
     for approval (flagged)."""
     if paused is None:
         return []
-    calls = []
+    calls: list[ChatCompletionMessageToolCallUnion] = []
     for call, caller in paused.calls:
         returned = ChatCompletionMessageFunctionToolCall(
             id=call.id, type="function", function=Function(name=call.name, arguments=call.arguments)
@@ -367,7 +380,9 @@ def _conversation(request: Request, body: Mapping[str, Any]) -> str | None:
         return None
     if not isinstance(named, str) or not named.strip() or len(named) > 200 or not named.isprintable():
         param = "X-Conversation-Id" if header is not None else "user"
-        raise Refusal(400, f"{param} must be 1 to 200 printable characters naming a conversation", param=param)
+        raise Refusal(
+            400, f"{param} must be 1 to 200 printable characters naming a conversation", param=param
+        )
     return named
 
 
@@ -390,7 +405,9 @@ def _include_usage(body: Mapping[str, Any], stream: bool) -> bool:
         raise Refusal(400, "'stream_options' is only allowed with 'stream': true", param="stream_options")
     value = options.get("include_usage", False)
     if not isinstance(value, bool):
-        raise Refusal(400, "'stream_options.include_usage' must be true or false", param="stream_options.include_usage")
+        raise Refusal(
+            400, "'stream_options.include_usage' must be true or false", param="stream_options.include_usage"
+        )
     return value
 
 
@@ -446,11 +463,17 @@ def _tools(tools: object) -> list[ToolDefinition]:
             raise Refusal(400, f"{where} must be {{'type': 'function', 'function': {{...}}}}", param=where)
         name = function.get("name")
         if not isinstance(name, str) or not name or len(name) > 64:
-            raise Refusal(400, f"{where}.function.name must be a name of 1 to 64 characters", param=f"{where}.function.name")
+            raise Refusal(
+                400,
+                f"{where}.function.name must be a name of 1 to 64 characters",
+                param=f"{where}.function.name",
+            )
         description = function.get("description") or ""
         parameters = function.get("parameters") or {"type": "object", "properties": {}}
         if not isinstance(description, str) or not isinstance(parameters, dict):
-            raise Refusal(400, f"{where}.function needs a string description and an object 'parameters'", param=where)
+            raise Refusal(
+                400, f"{where}.function needs a string description and an object 'parameters'", param=where
+            )
         definitions.append(ToolDefinition(name, description, parameters))
     return definitions
 
@@ -463,7 +486,9 @@ def _messages(messages: object) -> list[Message]:
     for index, item in enumerate(messages):
         where = f"messages[{index}]"
         if not isinstance(item, dict) or item.get("role") not in _ROLES:
-            raise Refusal(400, f"{where} must be an object whose 'role' is one of {', '.join(_ROLES)}", param=where)
+            raise Refusal(
+                400, f"{where} must be an object whose 'role' is one of {', '.join(_ROLES)}", param=where
+            )
         role = item["role"]
         if role in ("system", "developer"):
             converted.append(SystemMessage(_text(item.get("content"), f"{where}.content")))
@@ -477,8 +502,12 @@ def _messages(messages: object) -> list[Message]:
         else:
             call_id = item.get("tool_call_id")
             if not isinstance(call_id, str) or not call_id:
-                raise Refusal(400, f"{where}.tool_call_id must name the call it answers", param=f"{where}.tool_call_id")
-            response = ToolResponse(call_id, names.get(call_id, ""), _text(item.get("content"), f"{where}.content"))
+                raise Refusal(
+                    400, f"{where}.tool_call_id must name the call it answers", param=f"{where}.tool_call_id"
+                )
+            response = ToolResponse(
+                call_id, names.get(call_id, ""), _text(item.get("content"), f"{where}.content")
+            )
             previous = converted[-1] if converted else None
             if isinstance(previous, ToolResponseMessage):
                 converted[-1] = ToolResponseMessage((*previous.responses, response))
@@ -504,7 +533,8 @@ def _assistant(item: Mapping[str, Any], where: str) -> AssistantMessage:
         ):
             raise Refusal(
                 400,
-                f"{where}.tool_calls[{index}] must be {{'id', 'type': 'function', 'function': {{'name', 'arguments'}}}}",
+                f"{where}.tool_calls[{index}] must be "
+                "{'id', 'type': 'function', 'function': {'name', 'arguments'}}",
                 param=f"{where}.tool_calls[{index}]",
             )
         calls.append(ToolCall(call["id"], function["name"], function.get("arguments") or "{}"))
@@ -517,7 +547,11 @@ def _text(content: object, where: str) -> str:
     if isinstance(content, list):
         texts = []
         for part in content:
-            if not isinstance(part, dict) or part.get("type") != "text" or not isinstance(part.get("text"), str):
+            if (
+                not isinstance(part, dict)
+                or part.get("type") != "text"
+                or not isinstance(part.get("text"), str)
+            ):
                 raise Refusal(400, f"{where} may hold only text parts here", param=where)
             texts.append(part["text"])
         return "".join(texts)
@@ -538,7 +572,9 @@ def _user_content(content: object, where: str) -> tuple[str, list[Media]]:
         elif kind == "image_url" and isinstance(part.get("image_url"), dict):
             media.append(_image(part["image_url"].get("url"), f"{where}[{index}].image_url.url"))
         else:
-            raise Refusal(400, f"{where}[{index}] must be a text or image_url part", param=f"{where}[{index}]")
+            raise Refusal(
+                400, f"{where}[{index}] must be a text or image_url part", param=f"{where}[{index}]"
+            )
     return "".join(texts), media
 
 
