@@ -195,6 +195,7 @@ class ServeCore:
         fresh = [m for m in tail if not isinstance(m, ToolResponseMessage)]
         names = frozenset(d.name for d in turn.caller_tools)
         if results or turn.decisions:
+            plan = self._resume(turn, stored, results, caller, names, True)
             if fresh:
                 raise Refusal(
                     400,
@@ -202,7 +203,7 @@ class ServeCore:
                     "after the run they resume",
                     param="messages",
                 )
-            return self._resume(turn, stored, results, caller, names, dry_run)
+            return plan if dry_run else self._resume(turn, stored, results, caller, names, False)
         if not fresh:
             raise Refusal(
                 400,
