@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import re
 import uuid
 from collections.abc import Sequence
@@ -47,6 +48,8 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import Message as StarletteMessage
 
 from .. import __version__
 from .._streams import closing
@@ -114,10 +117,57 @@ def a2a_app(
         *create_jsonrpc_routes(handler, "/", enable_v0_3_compat=True),
     ]
     app = Starlette(routes=routes)
+    app.add_middleware(_Disconnects)
     app.add_middleware(
         Guard, token=token, errors=error_response, open_paths=frozenset({AGENT_CARD_WELL_KNOWN_PATH})
     )
     return app
+
+
+_CLIENT_GONE: contextvars.ContextVar[asyncio.Event | None] = contextvars.ContextVar(
+    "advisorchain_a2a_client_gone", default=None
+)
+"""Set when the client of the request that started a run has gone away (its run is cancelled)."""
+
+
+class _Disconnects:
+    """Lets the run a request starts see that request's client go away: the request's body is
+    handed on, then its client's disconnect sets ``_CLIENT_GONE`` (which the run's task inherits)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self._app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope.get("method") != "POST":
+            await self._app(scope, receive, send)
+            return
+        gone = asyncio.Event()
+        first = await receive()  # the body, which Guard has read whole
+        watcher = asyncio.ensure_future(_watch(receive, gone))
+        handed = False
+
+        async def app_receive() -> StarletteMessage:
+            nonlocal handed
+            if not handed:
+                handed = True
+                return first
+            await gone.wait()
+            return {"type": "http.disconnect"}
+
+        token = _CLIENT_GONE.set(gone)
+        try:
+            await self._app(scope, app_receive, send)
+        finally:
+            _CLIENT_GONE.reset(token)
+            watcher.cancel()
+
+
+async def _watch(receive: Receive, gone: asyncio.Event) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            gone.set()
+            return
 
 
 def error_response(refusal: Refusal) -> Response:
@@ -182,12 +232,22 @@ class _Executor(AgentExecutor):
             await updater.reject(updater.new_agent_message([new_text_part(refusal.message)]))
             return
         await updater.start_work()
+        gone = _CLIENT_GONE.get()
+        run = asyncio.ensure_future(self._run(turn, updater))
+        watch = asyncio.ensure_future(gone.wait() if gone is not None else asyncio.Event().wait())
         try:
-            await self._run(turn, updater)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            await updater.failed(updater.new_agent_message([new_text_part(error_line(exc))]))
+            await asyncio.wait({run, watch}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (run, watch):
+                task.cancel()
+            await asyncio.wait({run, watch})
+        if run.cancelled():  # its client went away: the run stopped, nothing of the turn stored
+            with contextlib.suppress(RuntimeError):
+                await updater.cancel()
+            return
+        failure = run.exception()
+        if failure is not None:
+            await updater.failed(updater.new_agent_message([new_text_part(error_line(failure))]))
 
     def _turn(self, context: RequestContext, context_id: str, current: Any) -> TurnInput:
         message = context.message

@@ -119,7 +119,7 @@ class GatedModel(ScriptedChatModel):
         try:
             for chunk in chunks[:-1]:
                 yield chunk
-            while not self.release.is_set():
+            while not self.release.is_set():  # noqa: ASYNC110 -- a threading.Event, set from the test's thread
                 await asyncio.sleep(0.01)
             yield chunks[-1]
             finished = True
@@ -131,7 +131,7 @@ class GatedModel(ScriptedChatModel):
         self.entered += 1
         response = self._take(prompt)
         try:
-            while not self.release.is_set():
+            while not self.release.is_set():  # noqa: ASYNC110 -- a threading.Event, set from the test's thread
                 await asyncio.sleep(0.01)
         except asyncio.CancelledError:
             self.closed += 1
