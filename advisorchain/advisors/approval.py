@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from .._tool_types import EMPTY_REGISTRY, ToolContext
+from ..chain.vocabulary import AdvisorParams, MemoryAdvisor
 from ..errors import ChainConfigurationError
 from ..messages import AssistantMessage, Message, SystemMessage, ToolCall, ToolResponse, ToolResponseMessage
 from ..model import ChatClientRequest, ChatClientResponse, ChatResponse, FinishReason, Generation, Prompt
@@ -31,7 +32,6 @@ from ..tools.approvals import (
     requires_approval,
 )
 from ..tools.manager import ToolCallingManager, ToolExecutionResult
-from .vocabulary import AdvisorParams, MemoryAdvisor
 
 __all__ = [
     "Pending",

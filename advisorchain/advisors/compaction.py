@@ -21,13 +21,13 @@ from .. import observability as obs
 from .._checks import check_int
 from .._streams import closing
 from .._tokens import estimate_tokens
+from ..chain import Advisor, CallAdvisorChain, StreamAdvisorChain, rebased
+from ..chain.vocabulary import COMPACTION_ORDER, AdvisorParams, MemoryAdvisor, check_order
 from ..errors import ChainConfigurationError, ContextLengthExceededError, ModelError
 from ..memory.api import conversation_id_of
 from ..messages import AssistantMessage, Message, SystemMessage, ToolResponseMessage, UserMessage
 from ..model import ChatClientRequest, ChatClientResponse, ChatModel, ChatOptions, ChatResponse, Prompt, Usage
-from .chain import Advisor, CallAdvisorChain, StreamAdvisorChain, rebased, run_meter, with_run_meter
 from .history import HistoryReplacement, replace_history, replacements_in
-from .vocabulary import COMPACTION_ORDER, AdvisorParams, MemoryAdvisor, check_order
 
 __all__ = ["ContextCompactionAdvisor", "is_summary"]
 
@@ -538,4 +538,4 @@ def _transcript(messages: Sequence[Message]) -> str:
 def own_model_chain(chain: CallAdvisorChain | StreamAdvisorChain) -> CallAdvisorChain:
     """A call chain straight to ``chain``'s model, in the same run: the summary it writes counts
     in the run's usage and limits."""
-    return with_run_meter(CallAdvisorChain((), chain.model), run_meter(chain))
+    return CallAdvisorChain((), chain.model, run=chain.run)

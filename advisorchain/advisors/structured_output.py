@@ -17,6 +17,8 @@ import jsonschema.validators
 import referencing.exceptions
 
 from .._checks import check_int
+from ..chain import CallAdvisorChain, StreamAdvisorChain
+from ..chain.vocabulary import STRUCTURED_OUTPUT_ORDER, check_order
 from ..errors import ChainConfigurationError, StructuredOutputValidationError
 from ..model import ChatClientRequest, ChatClientResponse, ChatResponse, with_total_usage
 from ..output import (
@@ -28,8 +30,6 @@ from ..output import (
     join_errors,
 )
 from .attempts import Attempt, buffered_attempt, call_attempt, release_buffered, usage_of
-from .chain import CallAdvisorChain, StreamAdvisorChain
-from .vocabulary import STRUCTURED_OUTPUT_ORDER, check_order
 
 __all__ = ["StructuredOutputValidationAdvisor"]
 

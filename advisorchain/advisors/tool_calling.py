@@ -15,8 +15,11 @@ from dataclasses import dataclass, field
 from typing import ClassVar, Literal
 
 from .._checks import check_int
-from .._run_meter import RunMeter, limit_ending
+from .._run_meter import limit_ending
 from .._streams import closing
+from ..chain import CallAdvisorChain, Run, StreamAdvisorChain, checked_request, checked_response
+from ..chain.events import RoundFinished, RoundStarted, ToolCallFinished, ToolCallStarted
+from ..chain.vocabulary import TOOL_CALLING_ORDER, AdvisorParams, ToolAdvisor, check_order
 from ..errors import (
     ChainConfigurationError,
     MaxIterationsExceeded,
@@ -39,9 +42,7 @@ from ..model import (
 from ..tools.approvals import Decision, Denied
 from ..tools.manager import NOT_EXECUTED, ToolCallingManager, ToolCallingManagerProtocol, ToolExecutionResult
 from . import approval
-from .chain import CallAdvisorChain, StreamAdvisorChain, checked_request, checked_response, run_meter
 from .history import HistoryReplacement, replace_history, replacements_in
-from .vocabulary import TOOL_CALLING_ORDER, AdvisorParams, ToolAdvisor, check_order
 
 __all__ = ["ToolCallingAdvisor"]
 
@@ -61,7 +62,7 @@ class _Loop:
     usages: list[Usage | None] = field(default_factory=list)
     malformed_rounds: int = 0
     replacements: list[HistoryReplacement] = field(default_factory=list)
-    meter: RunMeter | None = None
+    run: Run = field(default_factory=Run)
     inner: Sequence[object] = ()  # the advisors inside the loop (a memory there holds history too)
 
 
@@ -120,7 +121,7 @@ class ToolCallingAdvisor(ToolAdvisor):
     async def advise_call(self, request: ChatClientRequest, chain: CallAdvisorChain) -> ChatClientResponse:
         request = await self._initialize(request, chain)
         inner = chain.copy(self)
-        loop = _Loop(meter=run_meter(chain), inner=inner.call_advisors)
+        loop = _Loop(run=chain.run, inner=inner.call_advisors)
         try:
             resumed = (
                 await self._resume(loop, request, inner.call_advisors)
@@ -145,7 +146,7 @@ class ToolCallingAdvisor(ToolAdvisor):
     ) -> AsyncIterator[ChatClientResponse]:
         request = await self._initialize(request, chain)
         inner = chain.copy(self)
-        loop = _Loop(meter=run_meter(chain), inner=inner.stream_advisors)
+        loop = _Loop(run=chain.run, inner=inner.stream_advisors)
         try:
             resumed = (
                 await self._resume(loop, request, inner.stream_advisors)
@@ -218,6 +219,8 @@ class ToolCallingAdvisor(ToolAdvisor):
         self, loop: _Loop, request: ChatClientRequest, response: ChatClientResponse
     ) -> ChatClientRequest | _Stop:
         loop.iteration += 1
+        if loop.run.listener is not None:
+            loop.run.emit(RoundFinished(loop.run.id, loop.iteration, _agent(request)))
         chat = response.chat_response
         loop.usages.append(chat.metadata.usage if chat is not None else None)
         if not self.tool_execution_eligibility_checker(chat):
@@ -247,15 +250,18 @@ class ToolCallingAdvisor(ToolAdvisor):
     ) -> ChatClientRequest | _Stop:
         """Run the round's tool calls (the decided ones, when approvals were needed); the next
         round's request, or the loop's end."""
-        meter = loop.meter
-        ran = len(_calls_that_ran(chat, decisions)) if meter is not None else 0
-        if meter is not None and meter.limits is not None:
-            meter.before_tool_calls(ran)  # the run's tool_calls_limit: the round runs whole or not at all
+        run = loop.run
+        meter = run.meter
+        ran = len(_calls_that_ran(chat, decisions))
+        meter.before_tool_calls(ran)  # the run's tool_calls_limit: the round runs whole or not at all
         try:
-            result = await self._run_round(prompt, chat, decisions)
+            await run.wait_gates()  # what must pass before any tool of the run runs (input guards)
+            if run.listener is not None:
+                _emit_calls(run, request, _calls_that_ran(chat, decisions))
+            with run.active():  # tools (and requests they make) find their run
+                result = await self._run_round(prompt, chat, decisions)
         except ToolCallLimitExceeded as exc:
-            if meter is not None:
-                meter.ran_tool_calls(_executed_before_limit(exc, ran))
+            meter.ran_tool_calls(_executed_before_limit(exc, ran))
             limited = ChatResponse.of(
                 AssistantMessage(f"I stopped calling tools: {exc}."),
                 FinishReason.TOOL_CALL_LIMIT_EXCEEDED,
@@ -263,8 +269,9 @@ class ToolCallingAdvisor(ToolAdvisor):
                 model=chat.metadata.model,
             )
             return _Stop(with_total_usage(response, loop.usages, limited), synthetic=True)
-        if meter is not None:
-            meter.ran_tool_calls(ran)
+        meter.ran_tool_calls(ran)
+        if run.listener is not None:
+            _emit_results(run, request, chat, result)
         self._check_malformed(loop, chat, decisions, result)
         loop.history = result.conversation_history
         if result.return_direct:
@@ -415,6 +422,8 @@ class ToolCallingAdvisor(ToolAdvisor):
         """The round's request after ``do_before_call``, its context naming the round."""
         if _overrides(type(self), "do_before_call"):
             request = checked_request(await self.do_before_call(request, chain), self, "do_before_call")
+        if loop.run.listener is not None:
+            loop.run.emit(RoundStarted(loop.run.id, loop.iteration + 1, _agent(request)))
         return request.copy(
             context={**request.context, AdvisorParams.TOOL_LOOP_ITERATION: loop.iteration + 1}
         )
@@ -489,7 +498,7 @@ def _usage_stop(
 ) -> _Stop:
     """The loop's end on a usage limit of the run whose limits say ``on_exceeded="finish"`` (one
     answer saying which limit was hit, like a tool-call limit); otherwise ``error`` propagates."""
-    ending = limit_ending(error, loop.meter, after_text=after_text)
+    ending = limit_ending(error, loop.run.meter, after_text=after_text)
     if ending is None:
         raise error
     return _Stop(ChatClientResponse(ending, request.context), synthetic=True)
@@ -505,6 +514,34 @@ def _executed_before_limit(error: ToolCallLimitExceeded, handed: int) -> int:
         return 0
     skipped = sum(1 for r in last.responses if r.response_data.startswith(NOT_EXECUTED))
     return max(0, min(handed, len(last.responses) - skipped))
+
+
+def _agent(request: ChatClientRequest) -> str | None:
+    agent = request.context.get(AdvisorParams.ACTIVE_AGENT)
+    return agent if isinstance(agent, str) else None
+
+
+def _emit_calls(run: Run, request: ChatClientRequest, calls: Sequence[ToolCall]) -> None:
+    agent = _agent(request)
+    for call in calls:
+        run.emit(ToolCallStarted(run.id, call, agent))
+
+
+def _emit_results(
+    run: Run, request: ChatClientRequest, chat: ChatResponse, result: ToolExecutionResult
+) -> None:
+    """A ToolCallFinished for each call of the round, with the response the model is sent."""
+    history = result.conversation_history
+    last = history[-1] if history else None
+    message = approval.tool_call_message(chat)
+    if not isinstance(last, ToolResponseMessage) or message is None:
+        return
+    calls = {c.id: c for c in message.tool_calls}
+    agent = _agent(request)
+    for response in last.responses:
+        call = calls.get(response.id)
+        if call is not None:
+            run.emit(ToolCallFinished(run.id, call, response.response_data, agent))
 
 
 def _overrides(cls: type, hook: str) -> bool:

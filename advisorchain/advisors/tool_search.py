@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._checks import check_int
+from ..chain import CallAdvisorChain, StreamAdvisorChain
 from ..model import ChatClientRequest, ChatOptions, Prompt
 from ..tools.api import ToolCallback, ToolContext, ToolDefinition
 from ..tools.callbacks import ParsedTool
-from .chain import CallAdvisorChain, StreamAdvisorChain
 from .tool_calling import ToolCallingAdvisor
 
 __all__ = ["ToolIndex", "ToolSearchToolCallingAdvisor"]

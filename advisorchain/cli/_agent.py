@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._streams import closing
-from ..advisors.vocabulary import AdvisorParams
+from ..chain.vocabulary import AdvisorParams
 from ..client import ChatClient
 from ..errors import ModelError
 from ..memory import ChatMemory, ChatMemoryDecodeError, ChatMemoryRepository

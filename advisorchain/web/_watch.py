@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from .._streams import closing
-from ..advisors.chain import CallAdvisorChain, StreamAdvisorChain
+from ..chain import CallAdvisorChain, StreamAdvisorChain
 from ..model import ChatClientRequest, ChatClientResponse
 from ..tools import ToolCallback, ToolContext
 from ..tools.callbacks import WrappedTool
