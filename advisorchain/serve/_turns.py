@@ -21,12 +21,14 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..advisors import MessageChatMemoryAdvisor, ToolCallingAdvisor
-from ..advisors.vocabulary import AdvisorParams
+from ..advisors import AdvisorParams, MessageChatMemoryAdvisor, ToolCallingAdvisor
+from ..advisors.memory import _HELD_LOCKS
+from ..chain import Run
+from ..chain.events import RunListener
 from ..client import ChatClient, ChatClientRequestSpec
 from ..errors import ChainConfigurationError
 from ..memory import ChatMemory, MessageWindowChatMemory
-from ..memory.locks import conversation_lock
+from ..memory.locks import conversation_lock, lock_key
 from ..messages import AssistantMessage, Message, ToolCall, ToolResponseMessage, UserMessage
 from ..model import ChatOptions
 from ..tools import Approved, Denied, ToolCallback, ToolContext, ToolDefinition, ToolMetadata
@@ -34,7 +36,7 @@ from ..tools.approvals import Decision
 from ..tools.callbacks import FixedTool
 from ._http import Refusal
 
-__all__ = ["CallerTool", "Paused", "Plan", "ServeCore", "TurnInput", "approval_decision"]
+__all__ = ["CallerTool", "Held", "Paused", "Plan", "ServeCore", "TurnInput", "approval_decision"]
 
 _ROUNDS_KEPT = 1024
 """Paused rounds a server without memory keeps for their answers (the oldest are forgotten)."""
@@ -100,6 +102,22 @@ class Plan:
     resumed_results: Mapping[str, str] = field(default_factory=dict)
     decisions: Mapping[str, Decision] = field(default_factory=dict)
     _taken: _Round | None = None
+    round_calls: tuple[ToolCall, ...] = ()
+    """Every call of the round a resume runs (those the caller answered and the others)."""
+    parent: Run | None = None
+    """The run holding the conversation's turn, which the request's run is part of."""
+
+    def listened(self, listener: RunListener) -> ChatClientRequestSpec:
+        """The request, with its run's events sent to ``listener``."""
+        return self.spec._run_settings(parent=self.parent, listener=listener)
+
+
+@dataclass(frozen=True)
+class Held:
+    """A conversation's turn, held: what memory holds of it, and the run that holds it."""
+
+    stored: tuple[Message, ...]
+    run: Run
 
 
 @dataclass(frozen=True)
@@ -157,20 +175,24 @@ class ServeCore:
         return {t.definition.name: t for t in self.client.default_tool_callbacks()}
 
     @asynccontextmanager
-    async def turn(self, conversation_id: str | None) -> AsyncIterator[list[Message]]:
+    async def turn(self, conversation_id: str | None) -> AsyncIterator[Held]:
         """Hold the conversation's turn (a second request on it waits, API.md §6) and yield what
-        memory holds of it (nothing without memory or a conversation id)."""
+        memory holds of it (nothing without memory or a conversation id), with the run the turn's
+        request runs inside (so its memory advisor knows the turn is held already)."""
+        holder = Run()
         if self.memory is None or conversation_id is None:
-            yield []
+            yield Held((), holder)
             return
         async with conversation_lock(self.memory, conversation_id):
-            yield await self.stored(conversation_id)
+            held_keys: set[object] = holder.slot(_HELD_LOCKS, set)
+            held_keys.add(lock_key(self.memory, conversation_id))
+            yield Held(tuple(await self.stored(conversation_id)), holder)
 
     async def check(self, turn: TurnInput) -> None:
         """Refuse ``turn`` now (before a stream starts) when it cannot run on the conversation as it
         stands; it is checked again when its turn comes."""
         stored = await self.stored(turn.conversation_id) if turn.conversation_id is not None else []
-        self.plan(turn, stored, dry_run=True)
+        self.plan(turn, Held(tuple(stored), Run()), dry_run=True)
 
     async def stored(self, conversation_id: str) -> list[Message]:
         """What memory holds of a conversation."""
@@ -183,10 +205,16 @@ class ServeCore:
 
     # -- planning ------------------------------------------------------------------------------
 
-    def plan(self, turn: TurnInput, stored: Sequence[Message], *, dry_run: bool = False) -> Plan:
-        """The request for ``turn`` on a conversation whose memory holds ``stored``; ``Refusal``
-        (nothing runs) naming what is wrong with the input. ``dry_run``: only check (a paused round
-        it resumes stays waiting)."""
+    def plan(self, turn: TurnInput, held: Held, *, dry_run: bool = False) -> Plan:
+        """The request for ``turn`` on a conversation whose memory holds ``held.stored``;
+        ``Refusal`` (nothing runs) naming what is wrong with the input. ``dry_run``: only check (a
+        paused round it resumes stays waiting)."""
+        plan = self._plan(turn, held.stored, dry_run)
+        plan.parent = held.run
+        plan.spec._run_settings(parent=held.run)
+        return plan
+
+    def _plan(self, turn: TurnInput, stored: Sequence[Message], dry_run: bool) -> Plan:
         caller = self._caller_tools(turn.caller_tools)
         head, tail = self._split(turn, stored)
         results = {
@@ -281,7 +309,16 @@ class ServeCore:
         spec.tool_approvals(decisions)
         if not dry_run:
             self._take(taken)
-        return Plan(spec, turn.conversation_id, names, tuple(waiting), sent, decisions, taken)
+        return Plan(
+            spec,
+            turn.conversation_id,
+            names,
+            tuple(waiting),
+            sent,
+            decisions,
+            taken,
+            _round_calls(stored, taken),
+        )
 
     def _waiting(
         self,
@@ -379,6 +416,13 @@ class ServeCore:
             history = tuple(context.get(AdvisorParams.CONVERSATION_HISTORY) or ())
             self._keep(_Round(plan.conversation_id, history, tuple(pending)))
         return Paused(calls, message)
+
+
+def _round_calls(stored: Sequence[Message], taken: _Round | None) -> tuple[ToolCall, ...]:
+    """The calls of the waiting assistant message (of the stored conversation, or of the round kept)."""
+    history = taken.history if taken is not None else stored
+    last = history[-1] if history else None
+    return tuple(last.tool_calls) if isinstance(last, AssistantMessage) else ()
 
 
 def finish_reason_is_pause(reason: str | None) -> bool:

@@ -271,8 +271,8 @@ class _Executor(AgentExecutor):
         return TurnInput(conversation_id=context_id, messages=[UserMessage(text)], resends=False)
 
     async def _run(self, turn: TurnInput, updater: TaskUpdater) -> None:
-        async with self.core.turn(turn.conversation_id) as stored:
-            plan = self.core.plan(turn, stored)
+        async with self.core.turn(turn.conversation_id) as held:
+            plan = self.core.plan(turn, held)
             appended = False
             last = None
             message = None

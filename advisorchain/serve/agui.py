@@ -70,7 +70,17 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from .._streams import closing
-from ..advisors.vocabulary import AdvisorParams
+from ..advisors import AdvisorParams
+from ..chain.events import (
+    HandoffEvent,
+    RoundFinished,
+    RoundStarted,
+    RunEvent,
+    SubRunFinished,
+    SubRunStarted,
+    ToolCallFinished,
+    ToolCallStarted,
+)
 from ..client import ChatClient
 from ..errors import UsageLimitExceeded
 from ..memory import ChatMemory
@@ -160,8 +170,8 @@ class _Agui:
         run = _Run(given.thread_id, given.run_id)
         yield _encode(RunStartedEvent(thread_id=run.thread_id, run_id=run.run_id))
         try:
-            async with self.core.turn(turn.conversation_id) as stored:
-                plan = self.core.plan(turn, stored)
+            async with self.core.turn(turn.conversation_id) as held:
+                plan = self.core.plan(turn, held)
                 try:
                     async for frame in self._run(plan, run):
                         yield frame
@@ -179,18 +189,16 @@ class _Agui:
         calls, handoffs, sub-agents) through one queue, in the order they happened."""
         queue: asyncio.Queue[_Item] = asyncio.Queue()
         loop = asyncio.get_running_loop()
-        run.resumed = {c.id: c for c in plan.resumed}
+        run.resumed = {c.id: c for c in (*plan.round_calls, *plan.resumed)}
         run.caller_names = plan.caller_names
 
-        def listen(event: object) -> None:
+        def listen(event: RunEvent) -> None:
             if threading.get_ident() == run.thread:
                 queue.put_nowait(("event", event))
             else:
                 loop.call_soon_threadsafe(queue.put_nowait, ("event", event))
 
-        spec = _listened(plan.spec, listen)
-        for frame in run.denied(plan):
-            yield frame
+        spec = plan.listened(listen)
         producer = asyncio.ensure_future(_produce(spec, queue))
         try:
             while True:
@@ -223,12 +231,6 @@ async def _produce(spec: Any, queue: asyncio.Queue[_Item]) -> None:
         queue.put_nowait(("error", exc))
         return
     queue.put_nowait(("end", None))
-
-
-def _listened(spec: Any, listen: Callable[[object], None]) -> Any:
-    """The spec with the run's events sent to ``listen`` (where the kernel offers them)."""
-    settings = getattr(spec, "_run_settings", None)
-    return settings(listener=listen) if callable(settings) else spec
 
 
 def _encode(event: BaseEvent) -> bytes:
@@ -296,19 +298,18 @@ class _Run:
     def _steps(self, run_id: str) -> _Steps:
         return self._runs.get(run_id, self._top)
 
-    def on_event(self, event: object) -> list[BaseEvent]:
-        kind = type(event).__name__
-        handler = _HANDLERS.get(kind)
+    def on_event(self, event: RunEvent) -> list[BaseEvent]:
+        handler = _HANDLERS.get(type(event))
         return handler(self, event) if handler is not None else []
 
-    def _round_started(self, event: Any) -> list[BaseEvent]:
+    def _round_started(self, event: RoundStarted) -> list[BaseEvent]:
         steps = self._steps(event.run_id)
         events = self._close_round(steps)
         steps.round = event.iteration
         events.append(StepStartedEvent(step_name=f"round {event.iteration}", subagent_run_id=steps.subagent))
         return events
 
-    def _round_finished(self, event: Any) -> list[BaseEvent]:
+    def _round_finished(self, event: RoundFinished) -> list[BaseEvent]:
         steps = self._steps(event.run_id)
         return self.close_text() if steps is self._top else []
 
@@ -321,14 +322,14 @@ class _Run:
         steps.results = []
         return events
 
-    def _tool_started(self, event: Any) -> list[BaseEvent]:
+    def _tool_started(self, event: ToolCallStarted) -> list[BaseEvent]:
         steps = self._steps(event.run_id)
         call: ToolCall = event.call
         if steps is self._top and call.id in self.resumed:
             return []  # its START/ARGS/END went out with the run that paused on it
         return [*self.close_text(), *_call_events(call, steps.subagent, self.message_id)]
 
-    def _tool_finished(self, event: Any) -> list[BaseEvent]:
+    def _tool_finished(self, event: ToolCallFinished) -> list[BaseEvent]:
         steps = self._steps(event.run_id)
         call: ToolCall = event.call
         if steps is self._top and call.name in self.caller_names:
@@ -345,7 +346,7 @@ class _Run:
         steps.results.append(result)
         return []
 
-    def _handoff(self, event: Any) -> list[BaseEvent]:
+    def _handoff(self, event: HandoffEvent) -> list[BaseEvent]:
         steps = self._steps(event.run_id)
         name = f"handoff {event.from_agent} -> {event.to_agent}"
         return [
@@ -354,7 +355,7 @@ class _Run:
             StepFinishedEvent(step_name=name, subagent_run_id=steps.subagent),
         ]
 
-    def _sub_started(self, event: Any) -> list[BaseEvent]:
+    def _sub_started(self, event: SubRunStarted) -> list[BaseEvent]:
         parent = self._steps(event.run_id)
         self._runs[event.child_run_id] = _Steps(event.child_run_id)
         return [
@@ -366,7 +367,7 @@ class _Run:
             )
         ]
 
-    def _sub_finished(self, event: Any) -> list[BaseEvent]:
+    def _sub_finished(self, event: SubRunFinished) -> list[BaseEvent]:
         steps = self._runs.get(event.child_run_id)
         events = self._close_round(steps) if steps is not None else []
         events.append(
@@ -378,28 +379,11 @@ class _Run:
 
     # -- the end -------------------------------------------------------------------------------
 
-    def denied(self, plan: Plan) -> list[bytes]:
-        """A resumed run answers each denied call at once (a denied call does not run)."""
-        frames = []
-        for call in plan.resumed:
-            decision = plan.decisions.get(call.id)
-            if isinstance(decision, Denied):
-                text = "Error: the user denied this tool call" + (
-                    f": {decision.reason}" if decision.reason else ""
-                )
-                frames.append(
-                    _encode(
-                        ToolCallResultEvent(
-                            message_id=_new_id("tool"), tool_call_id=call.id, content=text, role="tool"
-                        )
-                    )
-                )
-        return frames
-
     def finish(self, paused: Paused | None) -> list[BaseEvent]:
         events: list[BaseEvent] = self.close_text()
-        if paused is not None:
-            for call, _ in paused.calls:
+        if paused is not None:  # the paused round's calls, all of them (the others run on resume)
+            calls = paused.message.tool_calls if paused.message is not None else [c for c, _ in paused.calls]
+            for call in calls:
                 events.extend(_call_events(call, None, self.message_id))
         events.extend(self._close_round(self._top))
         usage = _usage(self.context)
@@ -414,14 +398,14 @@ class _Run:
         return events
 
 
-_HANDLERS: dict[str, Callable[[_Run, Any], list[BaseEvent]]] = {
-    "RoundStarted": _Run._round_started,
-    "RoundFinished": _Run._round_finished,
-    "ToolCallStarted": _Run._tool_started,
-    "ToolCallFinished": _Run._tool_finished,
-    "HandoffEvent": _Run._handoff,
-    "SubRunStarted": _Run._sub_started,
-    "SubRunFinished": _Run._sub_finished,
+_HANDLERS: dict[type, Callable[[_Run, Any], list[BaseEvent]]] = {
+    RoundStarted: _Run._round_started,
+    RoundFinished: _Run._round_finished,
+    ToolCallStarted: _Run._tool_started,
+    ToolCallFinished: _Run._tool_finished,
+    HandoffEvent: _Run._handoff,
+    SubRunStarted: _Run._sub_started,
+    SubRunFinished: _Run._sub_finished,
 }
 
 

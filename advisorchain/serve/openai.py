@@ -40,7 +40,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from .._streams import closing
-from ..advisors.vocabulary import AdvisorParams
+from ..advisors import AdvisorParams
 from ..client import ChatClient
 from ..errors import UsageLimitExceeded
 from ..memory import ChatMemory
@@ -169,8 +169,8 @@ class _OpenAI:
         return JSONResponse(answer)
 
     async def _call(self, turn: TurnInput) -> dict[str, Any]:
-        async with self.core.turn(turn.conversation_id) as stored:
-            plan = self.core.plan(turn, stored)
+        async with self.core.turn(turn.conversation_id) as held:
+            plan = self.core.plan(turn, held)
             try:
                 response = await plan.spec.acall().chat_client_response()
             except BaseException as exc:
@@ -206,8 +206,8 @@ class _OpenAI:
     async def _stream(self, turn: TurnInput, usage_chunk: bool) -> AsyncIterator[bytes]:
         frames = _Frames(self.model_name)
         try:
-            async with self.core.turn(turn.conversation_id) as stored:
-                plan = self.core.plan(turn, stored)
+            async with self.core.turn(turn.conversation_id) as held:
+                plan = self.core.plan(turn, held)
                 yield frames.first()
                 try:
                     async for frame in self._chunks(plan, frames, usage_chunk):

@@ -7,16 +7,45 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import httpx
 import pytest
 
-from advisorchain import MessageWindowChatMemory, ToolResponseMessage, UsageLimits, UserMessage
+from advisorchain import (
+    ChatClient,
+    MessageWindowChatMemory,
+    ToolCall,
+    ToolResponseMessage,
+    UsageLimits,
+    UserMessage,
+    tool,
+)
+from advisorchain.advisors import ToolCallingAdvisor
+from advisorchain.chain import current_run
+from advisorchain.chain.events import (
+    HandoffEvent,
+    RoundFinished,
+    RoundStarted,
+    SubRunFinished,
+    SubRunStarted,
+    ToolCallFinished,
+    ToolCallStarted,
+)
 from advisorchain.serve import agui_app
 from advisorchain.testing import ScriptedChatModel
-from tests.serve.helpers import TOKEN, GatedModel, Served, agent, asks, run_agui_client, serve, types
+from tests.serve.helpers import (
+    TOKEN,
+    GatedModel,
+    Served,
+    agent,
+    asks,
+    get_weather,
+    run_agui_client,
+    serve,
+    types,
+)
 
 PICK = {"name": "pick", "description": "Pick a color.", "parameters": {"type": "object", "properties": {}}}
 APPROVE = {"interruptId": "approval:d1", "status": "resolved", "payload": {"approved": True}}
@@ -42,12 +71,15 @@ def test_a_run_streams_its_text_between_run_started_and_run_finished_with_usage(
     (run,) = out["runs"]
     assert types(run["events"]) == [
         "RUN_STARTED",
+        "STEP_STARTED",
         "TEXT_MESSAGE_START",
         "TEXT_MESSAGE_CONTENT",
         "TEXT_MESSAGE_CONTENT",
         "TEXT_MESSAGE_END",
+        "STEP_FINISHED",
         "RUN_FINISHED",
     ]
+    assert [e["stepName"] for e in run["events"] if e["type"].startswith("STEP")] == ["round 1", "round 1"]
     assert "".join(e["delta"] for e in run["events"] if e["type"] == "TEXT_MESSAGE_CONTENT") == "Hello there"
     assert run["events"][-1]["usage"][0]["totalTokens"] == 0
     assert out["messages"][-1]["content"] == "Hello there"
@@ -58,16 +90,71 @@ def test_a_call_needing_approval_ends_the_run_with_an_interrupt_and_a_resume_run
     where = served(agent(model))
     out = run_agui_client(where.base + "/", [{"user": "delete /a"}, {"run": {}}, {"run": {"resume": [APPROVE]}}])
     paused, resumed = out["runs"]
-    assert types(paused["events"])[-4:] == ["TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END", "RUN_FINISHED"]
+    assert types(paused["events"])[-5:] == [
+        "TOOL_CALL_START",
+        "TOOL_CALL_ARGS",
+        "TOOL_CALL_END",
+        "STEP_FINISHED",
+        "RUN_FINISHED",
+    ]
     (interrupt,) = paused["events"][-1]["outcome"]["interrupts"]
     assert interrupt["id"] == "approval:d1" and interrupt["toolCallId"] == "d1" and interrupt["reason"] == "tool_call"
     assert "delete_file" in interrupt["message"]
     assert interrupt["responseSchema"]["properties"]["approved"] == {"type": "boolean"}
     assert paused["pendingInterrupts"] == [interrupt]
     assert "TOOL_CALL_START" not in types(resumed["events"])  # not repeated for the original call
+    results = [e for e in resumed["events"] if e["type"] == "TOOL_CALL_RESULT"]
+    assert [(r["toolCallId"], r["content"]) for r in results] == [("d1", "deleted /a")]
+    assert [m["role"] for m in out["messages"]] == ["user", "assistant", "tool", "assistant"]
     assert resumed["pendingInterrupts"] == []
     sent = model.prompts[1].instructions[-1]
     assert isinstance(sent, ToolResponseMessage) and sent.responses[0].response_data == "deleted /a"
+
+
+def test_each_round_is_a_step_closed_before_its_tool_results(served: Any) -> None:
+    model = ScriptedChatModel(
+        [asks(("w1", "get_weather", '{"city": "Oslo"}'), ("w2", "get_weather", '{"city": "Rome"}'), text="Looking."), "Sunny."]
+    )
+    where = served(agent(model))
+    out = run_agui_client(where.base + "/", [{"user": "weather?"}, {"run": {}}])
+    events = out["runs"][0]["events"]
+    shown = [(e["type"], e.get("stepName") or e.get("toolCallId") or "") for e in events if "CONTENT" not in e["type"]]
+    assert shown == [
+        ("RUN_STARTED", ""),
+        ("STEP_STARTED", "round 1"),
+        ("TEXT_MESSAGE_START", ""),
+        ("TEXT_MESSAGE_END", ""),
+        ("TOOL_CALL_START", "w1"),
+        ("TOOL_CALL_ARGS", "w1"),
+        ("TOOL_CALL_END", "w1"),
+        ("TOOL_CALL_START", "w2"),
+        ("TOOL_CALL_ARGS", "w2"),
+        ("TOOL_CALL_END", "w2"),
+        ("STEP_FINISHED", "round 1"),
+        ("TOOL_CALL_RESULT", "w1"),
+        ("TOOL_CALL_RESULT", "w2"),
+        ("STEP_STARTED", "round 2"),
+        ("TEXT_MESSAGE_START", ""),
+        ("TEXT_MESSAGE_END", ""),
+        ("STEP_FINISHED", "round 2"),
+        ("RUN_FINISHED", ""),
+    ]
+    results = {e["toolCallId"]: e["content"] for e in events if e["type"] == "TOOL_CALL_RESULT"}
+    assert results == {"w1": "sunny in Oslo", "w2": "sunny in Rome"}
+    assert [m["role"] for m in out["messages"]] == ["user", "assistant", "tool", "tool", "assistant"]
+
+
+def test_a_round_paused_for_approval_shows_all_its_calls_and_the_others_results_come_on_resume(served: Any) -> None:
+    model = ScriptedChatModel(
+        [asks(("d1", "delete_file", '{"path": "/a"}'), ("w1", "get_weather", '{"city": "Bern"}')), "Done."]
+    )
+    where = served(agent(model))
+    out = run_agui_client(where.base + "/", [{"user": "go"}, {"run": {}}, {"run": {"resume": [APPROVE]}}])
+    paused, resumed = out["runs"]
+    assert [e["toolCallId"] for e in paused["events"] if e["type"] == "TOOL_CALL_START"] == ["d1", "w1"]
+    assert [i["toolCallId"] for i in paused["events"][-1]["outcome"]["interrupts"]] == ["d1"]
+    assert "TOOL_CALL_START" not in types(resumed["events"])
+    assert sorted(e["toolCallId"] for e in resumed["events"] if e["type"] == "TOOL_CALL_RESULT") == ["d1", "w1"]
 
 
 def test_a_cancelled_interrupt_denies_the_call_and_its_result_says_so(served: Any) -> None:
@@ -92,7 +179,15 @@ def test_a_front_end_tool_ends_the_run_after_its_call_and_its_result_starts_the_
         ],
     )
     first, second = out["runs"]
-    assert types(first["events"]) == ["RUN_STARTED", "TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END", "RUN_FINISHED"]
+    assert types(first["events"]) == [
+        "RUN_STARTED",
+        "STEP_STARTED",
+        "TOOL_CALL_START",
+        "TOOL_CALL_ARGS",
+        "TOOL_CALL_END",
+        "STEP_FINISHED",
+        "RUN_FINISHED",
+    ]
     assert first["events"][-1]["outcome"] == {"type": "success", "pendingToolCallIds": ["p1"]}
     assert "TOOL_CALL_RESULT" not in types(second["events"])  # the front end ran it: it has the result
     assert out["messages"][-1]["content"] == "Blue it is."
@@ -136,7 +231,7 @@ def test_a_usage_limit_ends_the_run_with_run_error(served: Any) -> None:
     where = served(agent(model, usage_limits=UsageLimits(request_limit=0)))
     out = run_agui_client(where.base + "/", [{"user": "q"}, {"run": {}}])
     events = out["runs"][0]["events"]
-    assert types(events) == ["RUN_STARTED", "RUN_ERROR"]
+    assert types(events) == ["RUN_STARTED", "STEP_STARTED", "RUN_ERROR"]
     assert events[-1]["code"] == "usage_limit_exceeded" and "request_limit" in events[-1]["message"]
     assert model.prompts == []
 
@@ -261,3 +356,86 @@ def _wait(check: Any, timeout: float = 10.0) -> None:
     while not check():
         assert time.monotonic() < deadline, "the condition never came true"
         time.sleep(0.01)
+
+
+class _Handoff:
+    """Stands in for the agents' HandoffAdvisor (outside the tool loop): the first agent answers,
+    the run emits the handoff, the rest of the chain runs again for the second agent."""
+
+    name = "test handoff"
+    order = ToolCallingAdvisor.DEFAULT_ORDER - 50  # as the HandoffAdvisor: outside the tool loop
+
+    async def advise_call(self, request: Any, chain: Any) -> Any:
+        await chain.next_call(request)
+        chain.run.emit(HandoffEvent(chain.run.id, "triage", "billing"))
+        return await chain.next_call(request)
+
+    async def advise_stream(self, request: Any, chain: Any) -> AsyncIterator[Any]:
+        async for chunk in chain.next_stream(request):
+            yield chunk
+        chain.run.emit(HandoffEvent(chain.run.id, "triage", "billing"))
+        async for chunk in chain.next_stream(request):
+            yield chunk
+
+
+def test_a_handoff_is_a_step_pair_before_the_new_agents_first_round(served: Any) -> None:
+    model = ScriptedChatModel(["Passing you on.", "Billing here."])
+    client = agent(model).mutate(default_advisors=[_Handoff()])
+    where = served(client)
+    events = run_agui_client(where.base + "/", [{"user": "refund?"}, {"run": {}}])["runs"][0]["events"]
+    steps = [(e["type"], e["stepName"]) for e in events if e["type"].startswith("STEP")]
+    assert steps == [
+        ("STEP_STARTED", "round 1"),
+        ("STEP_FINISHED", "round 1"),
+        ("STEP_STARTED", "handoff triage -> billing"),
+        ("STEP_FINISHED", "handoff triage -> billing"),
+        ("STEP_STARTED", "round 1"),
+        ("STEP_FINISHED", "round 1"),
+    ]
+
+
+@tool
+def ask_expert(input: str) -> str:
+    """Stands in for an agent tool (client.as_tool): its nested run's events, emitted in the caller's run."""
+    run = current_run()
+    assert run is not None
+    call_id = "e1"
+    child = "child-run-1"
+    run.emit(SubRunStarted(run.id, call_id, "ask_expert", child))
+    run.emit(RoundStarted(child, 1, None))
+    run.emit(RoundFinished(child, 1, None))
+    inner = ToolCall("n1", "get_weather", '{"city": "Oslo"}')
+    run.emit(ToolCallStarted(child, inner, None))
+    run.emit(ToolCallFinished(child, inner, "sunny in Oslo", None))
+    run.emit(RoundStarted(child, 2, None))
+    run.emit(RoundFinished(child, 2, None))
+    run.emit(SubRunFinished(run.id, call_id, "ask_expert", child))
+    return "The expert says: sunny."
+
+
+def test_a_nested_agent_tool_runs_inside_subagent_events_before_its_calls_result(served: Any) -> None:
+    model = ScriptedChatModel([asks(("e1", "ask_expert", '{"input": "weather?"}')), "Sunny."])
+    where = served(ChatClient(model, default_tools=[ask_expert, get_weather]))
+    events = run_agui_client(where.base + "/", [{"user": "weather?"}, {"run": {}}])["runs"][0]["events"]
+    shown = [
+        (e["type"], e.get("stepName") or e.get("toolCallId") or e.get("name") or "", e.get("subagentRunId"))
+        for e in events
+        if "TEXT" not in e["type"]
+    ]
+    start = shown.index(("TOOL_CALL_END", "e1", None))
+    assert shown[start + 1 : start + 12] == [
+        ("SUBAGENT_STARTED", "ask_expert", "child-run-1"),
+        ("STEP_STARTED", "round 1", "child-run-1"),
+        ("TOOL_CALL_START", "n1", "child-run-1"),
+        ("TOOL_CALL_ARGS", "n1", "child-run-1"),
+        ("TOOL_CALL_END", "n1", "child-run-1"),
+        ("STEP_FINISHED", "round 1", "child-run-1"),
+        ("TOOL_CALL_RESULT", "n1", "child-run-1"),
+        ("STEP_STARTED", "round 2", "child-run-1"),
+        ("STEP_FINISHED", "round 2", "child-run-1"),
+        ("SUBAGENT_FINISHED", "", "child-run-1"),
+        ("STEP_FINISHED", "round 1", None),
+    ]
+    assert shown[start + 12] == ("TOOL_CALL_RESULT", "e1", None)
+    started = next(e for e in events if e["type"] == "SUBAGENT_STARTED")
+    assert started["parentToolCallId"] == "e1"
