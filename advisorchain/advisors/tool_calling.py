@@ -19,7 +19,7 @@ from .._run_meter import limit_ending
 from .._streams import closing
 from ..chain import CallAdvisorChain, Run, StreamAdvisorChain, checked_request, checked_response
 from ..chain.events import RoundFinished, RoundStarted, ToolCallFinished, ToolCallStarted
-from ..chain.vocabulary import TOOL_CALLING_ORDER, AdvisorParams, ToolAdvisor, check_order
+from ..chain.vocabulary import TOOL_CALLING_ORDER, AdvisorParams, MemoryAdvisor, ToolAdvisor, check_order
 from ..errors import (
     ChainConfigurationError,
     MaxIterationsExceeded,
@@ -41,7 +41,7 @@ from ..model import (
 )
 from ..tools.approvals import Decision, Denied
 from ..tools.manager import NOT_EXECUTED, ToolCallingManager, ToolCallingManagerProtocol, ToolExecutionResult
-from . import approval
+from .approval import Approvals, Pending, tool_call_message
 from .history import HistoryReplacement, replace_history, replacements_in
 
 __all__ = ["ToolCallingAdvisor"]
@@ -64,6 +64,7 @@ class _Loop:
     replacements: list[HistoryReplacement] = field(default_factory=list)
     run: Run = field(default_factory=Run)
     inner: Sequence[object] = ()  # the advisors inside the loop (a memory there holds history too)
+    approvals: Approvals = field(default_factory=lambda: Approvals(ToolCallingManager()))
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,13 +122,10 @@ class ToolCallingAdvisor(ToolAdvisor):
     async def advise_call(self, request: ChatClientRequest, chain: CallAdvisorChain) -> ChatClientResponse:
         request = await self._initialize(request, chain)
         inner = chain.copy(self)
-        loop = _Loop(run=chain.run, inner=inner.call_advisors)
+        approvals = Approvals(self.tool_calling_manager)
+        loop = _Loop(run=chain.run, inner=inner.call_advisors, approvals=approvals)
         try:
-            resumed = (
-                await self._resume(loop, request, inner.call_advisors)
-                if approval.may_be_waiting(request)
-                else None
-            )
+            resumed = await self._resume(loop, request) if Approvals.may_be_waiting(request) else None
             if isinstance(resumed, _Stop):
                 return await self._finalize(resumed.response, chain)
             request = resumed or request
@@ -146,13 +144,11 @@ class ToolCallingAdvisor(ToolAdvisor):
     ) -> AsyncIterator[ChatClientResponse]:
         request = await self._initialize(request, chain)
         inner = chain.copy(self)
-        loop = _Loop(run=chain.run, inner=inner.stream_advisors)
+        loop = _Loop(
+            run=chain.run, inner=inner.stream_advisors, approvals=Approvals(self.tool_calling_manager)
+        )
         try:
-            resumed = (
-                await self._resume(loop, request, inner.stream_advisors)
-                if approval.may_be_waiting(request)
-                else None
-            )
+            resumed = await self._resume(loop, request) if Approvals.may_be_waiting(request) else None
         except UsageLimitExceeded as exc:
             resumed = _usage_stop(exc, loop, request)
         if isinstance(resumed, _Stop):
@@ -231,12 +227,11 @@ class ToolCallingAdvisor(ToolAdvisor):
             )
         self._check_iterations(loop, chat)
         prompt = self._manager_prompt(loop, request)
-        decided = None
-        if approval.has_decisions_to_make(prompt, chat, None):
-            decided = await approval.decide_round(self.tool_calling_manager, prompt, chat)
-        if isinstance(decided, approval.Pending):
-            history = await approval.model_history(request, loop.inner, prompt.instructions, chat)
-            return self._waiting(loop, response, chat, decided, history)
+        decided = await loop.approvals.decide(prompt, chat)
+        if isinstance(decided, Pending):
+            stored = await _stored(loop, request)
+            waiting = Approvals.ending(response, chat, decided, prompt.instructions, stored)
+            return _Stop(with_total_usage(waiting, loop.usages), synthetic=True, approval=True)
         return await self._execute(loop, request, response, chat, prompt, decided)
 
     async def _execute(
@@ -259,7 +254,7 @@ class ToolCallingAdvisor(ToolAdvisor):
             if run.listener is not None:
                 _emit_calls(run, request, _calls_that_ran(chat, decisions))
             with run.active():  # tools (and requests they make) find their run
-                result = await self._run_round(prompt, chat, decisions)
+                result = await loop.approvals.run(prompt, chat, decisions)
         except ToolCallLimitExceeded as exc:
             meter.ran_tool_calls(_executed_before_limit(exc, ran))
             limited = ChatResponse.of(
@@ -301,57 +296,22 @@ class ToolCallingAdvisor(ToolAdvisor):
             )
         return tuple(messages)
 
-    async def _run_round(
-        self, prompt: Prompt, chat: ChatResponse, decisions: Mapping[str, Decision] | None
-    ) -> ToolExecutionResult:
-        """The manager's result for the round: as it is when no call needed a decision; else the
-        manager runs only the calls that run, and the history is rebuilt around its responses."""
-        manager = self.tool_calling_manager
-        if decisions is None:
-            return await manager.execute_tool_calls(prompt, chat)
-        to_run = approval.round_to_run(chat, decisions)
-        result = None if to_run is None else await manager.execute_tool_calls(prompt, to_run)
-        return approval.merged_result(prompt.instructions, chat, decisions, result)
-
-    def _waiting(
-        self,
-        loop: _Loop,
-        response: ChatClientResponse,
-        chat: ChatResponse,
-        pending: approval.Pending,
-        history: Sequence[Message],
-    ) -> _Stop:
-        """The loop's end while calls wait for a person's decision (finish reason APPROVAL_REQUIRED)."""
-        waiting = approval.waiting_response(response, chat, pending, history)
-        return _Stop(with_total_usage(waiting, loop.usages), synthetic=True, approval=True)
-
-    async def _resume(
-        self, loop: _Loop, request: ChatClientRequest, inner: Sequence[object]
-    ) -> ChatClientRequest | _Stop | None:
+    async def _resume(self, loop: _Loop, request: ChatClientRequest) -> ChatClientRequest | _Stop | None:
         """A round waiting for approval at the end of the conversation: run it with the request's
         decisions (the next request), or end again with APPROVAL_REQUIRED when it has none; None
         when nothing waits."""
-        given = approval.given_decisions(request)
-        waiting, history = await approval.waiting_round(request, inner, wants=given is not None)
+        approvals = loop.approvals
+        stored = await _stored(loop, request) if Approvals.needs_stored(request) else None
+        waiting = approvals.waiting(request, stored)
         if waiting is None:
-            if given is not None:
-                raise ChainConfigurationError(
-                    "tool_approvals was given, but no round waits for approval: the conversation does "
-                    "not end with an assistant message asking for tools"
-                )
             return None
-        unknown = sorted(set(given or ()) - {c.id for c in waiting.tool_calls})
-        if unknown:
-            raise ChainConfigurationError(
-                f"tool_approvals names tool calls {unknown!r} that the waiting round does not have; "
-                f"it has {[c.id for c in waiting.tool_calls]!r}"
-            )
-        chat = ChatResponse.of(waiting, FinishReason.TOOL_CALLS)
+        chat, history = waiting.chat, waiting.history
         prompt = request.prompt.copy(instructions=history)
         response = ChatClientResponse(chat, request.context)
-        decided = await approval.decide_round(self.tool_calling_manager, prompt, chat, given)
-        if isinstance(decided, approval.Pending):
-            return self._waiting(loop, response, chat, decided, history)
+        decided = await approvals.decide(prompt, chat, waiting.given)
+        if isinstance(decided, Pending):
+            ending = Approvals.ending(response, chat, decided, history)
+            return _Stop(with_total_usage(ending, loop.usages), synthetic=True, approval=True)
         step = await self._execute(loop, request.copy(prompt=prompt), response, chat, prompt, decided)
         resumed = {AdvisorParams.RESUMED_TOOL_RESPONSES: loop.history[-1] if loop.history else None}
         if isinstance(step, _Stop):
@@ -516,6 +476,13 @@ def _executed_before_limit(error: ToolCallLimitExceeded, handed: int) -> int:
     return max(0, min(handed, len(last.responses) - skipped))
 
 
+async def _stored(loop: _Loop, request: ChatClientRequest) -> list[Message] | None:
+    """The conversation a memory advisor inside the loop holds for ``request`` (None without one):
+    what approvals read a waiting round and report the history from."""
+    memory = next((a for a in loop.inner if isinstance(a, MemoryAdvisor)), None)
+    return None if memory is None else list(await memory.conversation_history(request))
+
+
 def _agent(request: ChatClientRequest) -> str | None:
     agent = request.context.get(AdvisorParams.ACTIVE_AGENT)
     return agent if isinstance(agent, str) else None
@@ -533,7 +500,7 @@ def _emit_results(
     """A ToolCallFinished for each call of the round, with the response the model is sent."""
     history = result.conversation_history
     last = history[-1] if history else None
-    message = approval.tool_call_message(chat)
+    message = tool_call_message(chat)
     if not isinstance(last, ToolResponseMessage) or message is None:
         return
     calls = {c.id: c for c in message.tool_calls}
@@ -608,7 +575,7 @@ def _unstreamed_text_only(final: ChatClientResponse, held: list[ChatClientRespon
 
 
 def _calls_that_ran(chat: ChatResponse, decisions: Mapping[str, Decision] | None) -> tuple[ToolCall, ...]:
-    message = approval.tool_call_message(chat)
+    message = tool_call_message(chat)
     if message is None:
         return ()
     if not decisions:

@@ -34,7 +34,7 @@ from .. import observability as obs
 from .._run_meter import RunMeter, limit_ending
 from .._streams import closing
 from ..errors import UsageLimitExceeded
-from ..model import ChatClientRequest, ChatClientResponse, ChatModel
+from ..model import ChatClientRequest, ChatClientResponse
 from .events import RunEvent, RunListener
 from .vocabulary import AdvisorParams
 
@@ -337,5 +337,3 @@ def _finished(response: ChatClientResponse, meter: RunMeter, *, final: bool) -> 
         chat = chat.with_usage(run.usage)
     return ChatClientResponse(chat, context)
 
-
-ModelCall = Callable[[ChatModel], Any]
