@@ -201,16 +201,27 @@ class _Agui:
         spec = plan.listened(listen)
         producer = asyncio.ensure_future(_produce(spec, queue))
         try:
-            while True:
-                kind, item = await queue.get()
-                if kind == "end":
-                    break
-                if kind == "error":
-                    assert isinstance(item, BaseException)
-                    raise item
-                events = run.on_event(item) if kind == "event" else run.on_chunk(item)
-                if events:
-                    yield b"".join(_encode(e) for e in events)
+            ended = False
+            while not ended:
+                frames: list[bytes] = []
+                item = await queue.get()
+                while True:  # what is ready goes out in one write
+                    kind, value = item
+                    if kind == "end":
+                        ended = True
+                        break
+                    if kind == "error":
+                        assert isinstance(value, BaseException)
+                        if frames:
+                            yield b"".join(frames)
+                        raise value
+                    events = run.on_event(value) if kind == "event" else run.on_chunk(value)
+                    frames.extend(e if isinstance(e, bytes) else _encode(e) for e in events)
+                    if queue.empty():
+                        break
+                    item = queue.get_nowait()
+                if frames:
+                    yield b"".join(frames)
         finally:
             if not producer.done():
                 producer.cancel()
@@ -267,22 +278,25 @@ class _Run:
         self.caller_names: frozenset[str] = frozenset()
         self._runs: dict[str, _Steps] = {}
         self._top: _Steps = _Steps(None)
+        self._content: tuple[bytes, bytes] = (b"", b"")
 
     # -- text ----------------------------------------------------------------------------------
 
-    def on_chunk(self, chunk: Any) -> list[BaseEvent]:
+    def on_chunk(self, chunk: Any) -> list[BaseEvent | bytes]:
         self.context = chunk.context
         chat = chunk.chat_response
         if chat is None:
             return []
-        events: list[BaseEvent] = []
+        events: list[BaseEvent | bytes] = []
         text = chat.text
         if text:
             if not self.text_open:
                 self.message_id = _new_id("msg")
                 self.text_open = True
+                self._content = _content_frame(self.message_id)
                 events.append(TextMessageStartEvent(message_id=self.message_id, role="assistant"))
-            events.append(TextMessageContentEvent(message_id=self.message_id or "", delta=text))
+            before, after = self._content
+            events.append(before + json.dumps(text, ensure_ascii=False).encode() + after)
         if chat.finish_reason is not None and chat.result is not None:
             self.message = chat.result.output
         return events
@@ -407,6 +421,15 @@ _HANDLERS: dict[type, Callable[[_Run, Any], list[BaseEvent]]] = {
     SubRunStarted: _Run._sub_started,
     SubRunFinished: _Run._sub_finished,
 }
+
+
+def _content_frame(message_id: str) -> tuple[bytes, bytes]:
+    """The encoded ``TEXT_MESSAGE_CONTENT`` event of a message, split where its delta's JSON goes
+    (the hot path: the event's own encoding, made once per message)."""
+    marker = "\x00delta\x00"
+    frame = _ENCODER.encode(TextMessageContentEvent(message_id=message_id, delta=marker))
+    before, after = frame.split(json.dumps(marker), 1)
+    return before.encode(), after.encode()
 
 
 def _call_events(call: ToolCall, subagent: str | None, parent: str | None) -> list[BaseEvent]:
