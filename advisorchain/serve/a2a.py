@@ -20,7 +20,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import httpx
-from a2a.client import ClientConfig, create_client
+from a2a.client import A2ACardResolver, ClientConfig, create_client
+from a2a.client.card_resolver import parse_agent_card
 from a2a.helpers import get_data_parts, get_message_text, new_task, new_text_part
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
@@ -363,26 +364,39 @@ class A2AAgentTool(FixedTool):
         self._token = token
         self._timeout = float(timeout)
         self._card: AgentCard | None = None
+        self._tried = False
         self._contexts: dict[str, str] = {}
 
     @property
     def definition(self) -> ToolDefinition:
-        """The tool's name and description: the card's, once it was fetched (else the given
-        name and a placeholder)."""
+        """The tool's name and description, from the agent's card: fetched (blocking, once) the
+        first time the definition is needed, unless ``await fetch_card()`` fetched it before — do
+        that when the agent is served from this same event loop. A card that cannot be fetched
+        leaves the given name (else ``a2a_agent``) and a placeholder until the first call."""
+        if self._card is None and not self._tried:
+            self._tried = True
+            with contextlib.suppress(Exception):
+                response = httpx.get(
+                    self._url.rstrip("/") + AGENT_CARD_WELL_KNOWN_PATH,
+                    headers=self._headers(),
+                    timeout=min(self._timeout, 10.0),
+                )
+                response.raise_for_status()
+                self._adopt(parse_agent_card(response.json()))
         return self._definition
+
+    def _adopt(self, card: AgentCard) -> AgentCard:
+        self._card = card
+        name = self._name or (re.sub(r"[^A-Za-z0-9_-]", "_", card.name)[:64] or "a2a_agent")
+        self._definition = ToolDefinition(name, card.description or "A remote A2A agent.", _INPUT_SCHEMA)
+        return card
 
     def _headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self._token}"} if self._token else {}
 
     async def _ensure_card(self, http: httpx.AsyncClient) -> AgentCard:
         if self._card is None:
-            from a2a.client import A2ACardResolver
-
-            self._card = await A2ACardResolver(http, self._url).get_agent_card()
-            name = self._name or (re.sub(r"[^A-Za-z0-9_-]", "_", self._card.name)[:64] or "a2a_agent")
-            self._definition = ToolDefinition(
-                name, self._card.description or "A remote A2A agent.", _INPUT_SCHEMA
-            )
+            return self._adopt(await A2ACardResolver(http, self._url).get_agent_card())
         return self._card
 
     async def fetch_card(self) -> AgentCard:

@@ -275,3 +275,35 @@ def test_a_streaming_client_that_disconnects_cancels_the_run_and_nothing_is_stor
     model.release.set()
     time.sleep(0.2)
     assert memory.get("cx") == []
+
+
+def test_the_tools_name_and_description_come_from_the_card_when_first_needed(served: Any) -> None:
+    remote = agent(ScriptedChatModel(["Sunny."]))
+    where = served(remote, card=AgentCard(name="Weather Agent (v2)", description="Knows the weather.", version="1"))
+    tool = A2AAgentTool(where.base + "/", token=TOKEN)
+    assert tool.definition.name == "Weather_Agent__v2_"
+    assert tool.definition.description == "Knows the weather."
+    named = A2AAgentTool(where.base + "/", name="weather", token=TOKEN)
+    assert named.definition.name == "weather" and named.definition.description == "Knows the weather."
+
+
+def test_the_v0_3_method_names_are_accepted(served: Any) -> None:
+    where = served(agent(ScriptedChatModel(["Hello from 0.3."])))
+    body = {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "method": "message/send",
+        "params": {"message": {"kind": "message", "role": "user", "messageId": "m1", "parts": [{"kind": "text", "text": "hi"}]}},
+    }
+    answer = httpx.post(where.base + "/", json=body, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30).json()
+    result = answer["result"]
+    assert result["status"]["state"] == "completed"
+    assert "".join(p["text"] for a in result["artifacts"] for p in a["parts"]) == "Hello from 0.3."
+
+
+async def test_a_message_on_an_unknown_task_is_an_error_and_runs_nothing(served: Any) -> None:
+    model = ScriptedChatModel(["never"])
+    where = served(agent(model))
+    with pytest.raises(Exception, match=r"(?i)not found"):
+        await _send(where, _message("q", task_id="no-such-task"))
+    assert model.prompts == []
