@@ -168,6 +168,12 @@ class ServeCore:
             raise TypeError(f"the served agent must be a ChatClient, got {client!r}")
         self.client = client
         self.memory, self._advisor = _memory_of(client, memory, own_memory)
+        # A request that names no conversation runs without memory: the client's own memory
+        # advisor would file it under its default conversation, beside every other such request.
+        kept = [a for a in client.default_advisors if not isinstance(a, MessageChatMemoryAdvisor)]
+        self._unnamed = (
+            client if len(kept) == len(client.default_advisors) else client.mutate(default_advisors=kept)
+        )
         self._rounds: OrderedDict[str, _Round] = OrderedDict()
 
     def tools(self) -> dict[str, ToolCallback]:
@@ -388,7 +394,7 @@ class ServeCore:
         *,
         history: _Round | None = None,
     ) -> ChatClientRequestSpec:
-        spec = self.client.prompt()
+        spec = (self.client if turn.conversation_id is not None else self._unnamed).prompt()
         if turn.conversation_id is not None:
             spec.param(ChatMemory.CONVERSATION_ID, turn.conversation_id)
             if self._advisor is not None:

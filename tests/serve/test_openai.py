@@ -17,6 +17,7 @@ import pytest
 
 from advisorchain import (
     AssistantMessage,
+    MessageChatMemoryAdvisor,
     MessageWindowChatMemory,
     ToolResponseMessage,
     UsageLimits,
@@ -423,3 +424,21 @@ def _wait(check: Any, timeout: float = 10.0) -> None:
     while not check():
         assert time.monotonic() < deadline, "the condition never came true"
         time.sleep(0.01)
+
+
+def test_a_request_naming_no_conversation_runs_without_the_clients_own_memory(served: Any) -> None:
+    memory = MessageWindowChatMemory()
+    model = ScriptedChatModel(["one", "two"])
+    _, sdk = served(agent(model, default_advisors=[MessageChatMemoryAdvisor(memory)]))
+    sdk.chat.completions.create(model="x", messages=[{"role": "user", "content": "first"}])
+    sdk.chat.completions.create(model="x", messages=[{"role": "user", "content": "second"}])
+    assert model.prompts[1].instructions == (UserMessage("second"),)
+    assert memory.get("default") == []
+
+
+def test_a_named_conversation_uses_the_clients_own_memory(served: Any) -> None:
+    memory = MessageWindowChatMemory()
+    model = ScriptedChatModel(["one"])
+    _, sdk = served(agent(model, default_advisors=[MessageChatMemoryAdvisor(memory)]))
+    sdk.chat.completions.create(model="x", messages=[{"role": "user", "content": "first"}], user="named")
+    assert [m.text for m in memory.get("named")] == ["first", "one"]
