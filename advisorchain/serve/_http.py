@@ -277,12 +277,37 @@ class EventStream(Response):
             raise failure
 
     async def _pump(self, send: Send) -> None:
+        queue: asyncio.Queue[bytes | None] = asyncio.Queue()
+        producer = asyncio.ensure_future(_produce(self._frames, queue))
         try:
             await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
-            async for frame in self._frames:
-                await send({"type": "http.response.body", "body": frame, "more_body": True})
+            ended = False
+            while not ended:  # what is ready goes out in one write
+                parts: list[bytes] = []
+                item = await queue.get()
+                while item is not None:
+                    parts.append(item)
+                    if queue.empty():
+                        break
+                    item = queue.get_nowait()
+                ended = item is None
+                if parts:
+                    await send({"type": "http.response.body", "body": b"".join(parts), "more_body": True})
+            failure = producer.exception()
+            if failure is not None:
+                raise failure
             await send({"type": "http.response.body", "body": b"", "more_body": False})
         except OSError:
             pass  # the client went away while we wrote
         finally:
+            producer.cancel()
+            await asyncio.wait({producer})
             await self._frames.aclose()  # type: ignore[attr-defined]
+
+
+async def _produce(frames: AsyncIterator[bytes], queue: asyncio.Queue[bytes | None]) -> None:
+    try:
+        async for frame in frames:
+            queue.put_nowait(frame)
+    finally:
+        queue.put_nowait(None)
