@@ -21,7 +21,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..advisors import AdvisorParams, MessageChatMemoryAdvisor, ToolCallingAdvisor
+from ..advisors import AdvisorParams, MessageChatMemoryAdvisor
 from ..advisors.memory import _HELD_LOCKS
 from ..chain import Run
 from ..chain.events import RunListener
@@ -99,7 +99,6 @@ class Plan:
     conversation_id: str | None
     caller_names: frozenset[str]
     resumed: tuple[ToolCall, ...] = ()
-    resumed_results: Mapping[str, str] = field(default_factory=dict)
     decisions: Mapping[str, Decision] = field(default_factory=dict)
     _taken: _Round | None = None
     round_calls: tuple[ToolCall, ...] = ()
@@ -320,7 +319,6 @@ class ServeCore:
             turn.conversation_id,
             names,
             tuple(waiting),
-            sent,
             decisions,
             taken,
             _round_calls(stored, taken),
@@ -429,11 +427,6 @@ def _round_calls(stored: Sequence[Message], taken: _Round | None) -> tuple[ToolC
     history = taken.history if taken is not None else stored
     last = history[-1] if history else None
     return tuple(last.tool_calls) if isinstance(last, AssistantMessage) else ()
-
-
-def finish_reason_is_pause(reason: str | None) -> bool:
-    """Whether a run ended waiting for decisions."""
-    return reason == ToolCallingAdvisor.APPROVAL_REQUIRED
 
 
 def _memory_of(
