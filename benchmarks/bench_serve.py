@@ -11,8 +11,8 @@ per chunk is the median of ``(time of a long answer - time of a 1-chunk answer) 
 uvicorn in its own process, read over loopback with aiohttp by a client that splits the SSE frames.
 "first chunk" is the time from sending the request to reading the first text chunk.
 
-Cells: ``chat -p`` (its streaming loop, in process, answers shown on /dev/null) and ``web, HTTP`` (its page served
-by ``bench_web.py --serve``, read the same way as the protocols), then ``openai, HTTP``
+Cells: ``chat -p`` (its streaming loop, in process, answers shown on /dev/null) and ``web, HTTP``
+(its page served by ``bench_web.py --serve``, read the same way as the protocols), then ``openai, HTTP``
 (``POST /v1/chat/completions`` with ``stream``), ``agui, HTTP`` (a ``RunAgentInput``), ``a2a, HTTP``
 (``message/stream``). The concurrency cell sends N requests at once (each a 20-chunk answer, not
 streamed, each on its own conversation) and reports the latencies' p50 and p99 and the wall time.
@@ -83,7 +83,9 @@ def serve(protocol: str) -> None:
     sock.bind(("127.0.0.1", 0))
     sock.listen(1024)
     print(f"PORT {sock.getsockname()[1]}", flush=True)
-    config = uvicorn.Config(served_app(protocol), log_level="error", lifespan="off", access_log=False, backlog=1024)
+    config = uvicorn.Config(
+        served_app(protocol), log_level="error", lifespan="off", access_log=False, backlog=1024
+    )
     uvicorn.Server(config).run(sockets=[sock])
 
 
@@ -96,19 +98,30 @@ async def _server(protocol: str) -> tuple[Any, int]:
     return server, int((await server.stdout.readline()).split()[1])
 
 
-def _request(protocol: str, conversation: str, chunks: int, *, stream: bool = True) -> tuple[str, dict[str, Any], dict[str, str]]:
+def _request(
+    protocol: str, conversation: str, chunks: int, *, stream: bool = True
+) -> tuple[str, dict[str, Any], dict[str, str]]:
     """The path, JSON body and headers of one turn."""
     auth = {"Authorization": f"Bearer {TOKEN}"}
     text = f"say {chunks}"
     if protocol == "web":
-        return f"/api/conversations/{conversation}/turns", {"text": text}, {"x-advisorchain-token": bench_web.TOKEN}
+        return (
+            f"/api/conversations/{conversation}/turns",
+            {"text": text},
+            {"x-advisorchain-token": bench_web.TOKEN},
+        )
     if protocol == "openai":
         body = {"model": "m", "stream": stream, "messages": [{"role": "user", "content": text}]}
         return "/v1/chat/completions", body, {**auth, "X-Conversation-Id": conversation}
     if protocol == "agui":
         message = {"id": "u", "role": "user", "content": text}
         return "/", {"threadId": conversation, "runId": conversation, "messages": [message]}, auth
-    message = {"role": "ROLE_USER", "messageId": str(uuid.uuid4()), "contextId": conversation, "parts": [{"text": text}]}
+    message = {
+        "role": "ROLE_USER",
+        "messageId": str(uuid.uuid4()),
+        "contextId": conversation,
+        "parts": [{"text": text}],
+    }
     body = {"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage", "params": {"message": message}}
     return "/", body, {**auth, "A2A-Version": "1.0"}
 
@@ -213,7 +226,9 @@ async def _concurrent(requests: int) -> dict[str, float]:
 
     server, port = await _server("openai")
     connector = aiohttp.TCPConnector(limit=0)
-    http = aiohttp.ClientSession(f"http://127.0.0.1:{port}", connector=connector, timeout=aiohttp.ClientTimeout(300))
+    http = aiohttp.ClientSession(
+        f"http://127.0.0.1:{port}", connector=connector, timeout=aiohttp.ClientTimeout(300)
+    )
 
     async def one(i: int) -> float:
         path, body, headers = _request("openai", f"c-{i}-{uuid.uuid4().hex}", 20, stream=False)
@@ -262,17 +277,21 @@ def main() -> None:
     found: dict[str, list[dict[str, float]]] = {cell: [] for cell in CELLS}
     for _ in range(args.rounds):
         for cell in CELLS:
-            found[cell].append(_worker("--cell", cell, "--chunks", str(args.chunks), "--repeats", str(args.repeats)))
+            found[cell].append(
+                _worker("--cell", cell, "--chunks", str(args.chunks), "--repeats", str(args.repeats))
+            )
     floor = statistics.median(r["us_per_chunk"] for r in found["chat"])
     web = statistics.median(r["us_per_chunk"] for r in found["web-http"])
     print(f"answers of {args.chunks} chunks, median of {args.rounds} workers x {args.repeats} repeats")
-    print(f"{'cell':<14} {'µs/chunk':>9} {'/ chat -p':>10} {'/ web':>7} {'first chunk (ms)':>17} {'turn (ms)':>10}")
+    head = f"{'cell':<14} {'µs/chunk':>9} {'/ chat -p':>10} {'/ web':>7}"
+    print(f"{head} {'first chunk (ms)':>17} {'turn (ms)':>10}")
     for cell in CELLS:
         us = statistics.median(r["us_per_chunk"] for r in found[cell])
         first = statistics.median(r["first_ms"] for r in found[cell])
         turn_ms = statistics.median(r["turn_ms"] for r in found[cell])
         shown_first = "-" if first != first else f"{first:.2f}"  # NaN: the cell does not observe it apart
-        print(f"{TITLES[cell]:<14} {us:>9.1f} {us / floor:>9.2f}x {us / web:>6.2f}x {shown_first:>17} {turn_ms:>10.2f}")
+        ratios = f"{us / floor:>9.2f}x {us / web:>6.2f}x"
+        print(f"{TITLES[cell]:<14} {us:>9.1f} {ratios} {shown_first:>17} {turn_ms:>10.2f}")
     crowd = _worker("--cell", "concurrent", "--concurrent", str(args.concurrent))
     print(
         f"\n{args.concurrent} concurrent OpenAI-protocol requests (20-chunk answers, not streamed): "
