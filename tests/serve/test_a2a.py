@@ -307,3 +307,28 @@ async def test_a_message_on_an_unknown_task_is_an_error_and_runs_nothing(served:
     with pytest.raises(Exception, match=r"(?i)not found"):
         await _send(where, _message("q", task_id="no-such-task"))
     assert model.prompts == []
+
+
+async def test_tasks_cancel_from_another_client_stops_a_run_whose_stream_is_still_open(served: Any) -> None:
+    memory = MessageWindowChatMemory()
+    model = GatedModel(["a long answer that never ends"])
+    where = served(agent(model), memory=memory)
+    async with httpx.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30) as http:
+        streaming = await create_client(where.base + "/", ClientConfig(streaming=True, httpx_client=http))
+        other = await create_client(where.base + "/", ClientConfig(streaming=False, httpx_client=http))
+        stream = streaming.send_message(SendMessageRequest(message=_message("q", context_id="ctx-open")))
+        task_id = ""
+        async for response in stream:
+            if response.HasField("task"):
+                task_id = response.task.id
+            if response.HasField("artifact_update"):
+                break
+        canceled = await other.cancel_task(CancelTaskRequest(id=task_id))
+        assert canceled.status.state in (TaskState.TASK_STATE_CANCELED, TaskState.TASK_STATE_WORKING)
+        await _until(lambda: model.closed == 1)
+        got = await other.get_task(GetTaskRequest(id=task_id))
+        assert got.status.state == TaskState.TASK_STATE_CANCELED
+        await stream.aclose()  # type: ignore[attr-defined]
+        await streaming.close()
+        await other.close()
+    assert memory.get("ctx-open") == []
