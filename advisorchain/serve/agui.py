@@ -81,7 +81,7 @@ from ..chain.events import (
     ToolCallFinished,
     ToolCallStarted,
 )
-from ..client import ChatClient
+from ..client import ChatClient, ChatClientRequestSpec
 from ..errors import UsageLimitExceeded
 from ..memory import ChatMemory
 from ..messages import (
@@ -94,6 +94,7 @@ from ..messages import (
     ToolResponseMessage,
     UserMessage,
 )
+from ..model import ChatClientResponse
 from ..tools import Approved, Denied, ToolDefinition
 from ..tools.approvals import Decision
 from ..usage import RunUsage
@@ -181,7 +182,7 @@ class _Agui:
         except Exception as exc:
             for event in run.close_text():
                 yield _encode(event)
-            code = "usage_limit_exceeded" if isinstance(exc, UsageLimitExceeded) else _code(exc)
+            code = _code(exc)
             yield _encode(RunErrorEvent(message=error_line(exc), code=code))
 
     async def _run(self, plan: Plan, run: _Run) -> AsyncIterator[bytes]:
@@ -233,7 +234,7 @@ class _Agui:
 _Item = tuple[str, Any]
 
 
-async def _produce(spec: Any, queue: asyncio.Queue[_Item]) -> None:
+async def _produce(spec: ChatClientRequestSpec, queue: asyncio.Queue[_Item]) -> None:
     try:
         async with closing(spec.astream().chat_client_responses()) as source:
             async for chunk in source:
@@ -249,7 +250,11 @@ def _encode(event: BaseEvent) -> bytes:
 
 
 def _code(exc: BaseException) -> str:
-    return "error"
+    """The ``RUN_ERROR`` code of a failure: ``usage_limit_exceeded``, ``refused`` (the input could
+    not run on the conversation as it stood when its turn came) or ``error``."""
+    if isinstance(exc, UsageLimitExceeded):
+        return "usage_limit_exceeded"
+    return "refused" if isinstance(exc, Refusal) else "error"
 
 
 @dataclass
@@ -282,7 +287,7 @@ class _Run:
 
     # -- text ----------------------------------------------------------------------------------
 
-    def on_chunk(self, chunk: Any) -> list[BaseEvent | bytes]:
+    def on_chunk(self, chunk: ChatClientResponse) -> list[BaseEvent | bytes]:
         self.context = chunk.context
         chat = chunk.chat_response
         if chat is None:
