@@ -442,3 +442,14 @@ def test_a_named_conversation_uses_the_clients_own_memory(served: Any) -> None:
     _, sdk = served(agent(model, default_advisors=[MessageChatMemoryAdvisor(memory)]))
     sdk.chat.completions.create(model="x", messages=[{"role": "user", "content": "first"}], user="named")
     assert [m.text for m in memory.get("named")] == ["first", "one"]
+
+
+def test_a_client_that_gives_up_on_a_call_cancels_the_run_and_nothing_is_stored(served: Any) -> None:
+    memory = MessageWindowChatMemory()
+    model = GatedModel(["an answer that never comes"])
+    where, _ = served(agent(model), memory=memory)
+    body = {"model": "x", "user": "impatient", "messages": [{"role": "user", "content": "q"}]}
+    with pytest.raises(httpx.ReadTimeout):
+        httpx.post(f"{where.base}/v1/chat/completions", json=body, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=0.5)
+    _wait(lambda: model.closed == 1)
+    assert memory.get("impatient") == []
