@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import Literal
 
+from ._cache_points import CACHE_POINT, without_cache_point
 from ._tokens import estimate_tokens
 from .errors import ModelError, UsageLimitExceeded
 from .messages import AssistantMessage, Message
@@ -308,7 +309,7 @@ class RunMeter:
             raise self._exceeded("total_tokens_limit", total_limit, "before_request", why)
         cost, rates = self._cost, self._rates
         if cost_limit is not None and cost is not None and rates is not None:
-            estimated = rates.prompt_cost(estimate)
+            estimated = self._estimated_cost(rates, prompt, estimate)
             if cost + estimated > cost_limit:
                 shown = f"about {estimate:,} tokens, ${tidy_usd(estimated):f}"
                 why = f"would be passed by the next prompt ({shown})"
@@ -324,6 +325,24 @@ class RunMeter:
         if previous is None or tokens is None:
             return estimate_tokens(messages)
         return tokens + estimate_tokens(_added(previous, messages))
+
+    def _estimated_cost(self, rates: Rates, prompt: Prompt, estimate: int) -> Decimal:
+        """The next prompt's estimated cost: when the previous call's last message carried a cache
+        point and the new prompt begins with that call's prompt (cache points left out), the
+        previous call's reported prompt tokens at the cache-read rate and the rest at the input
+        rate (API.md §21); otherwise every token at the input rate."""
+        previous, tokens = self._previous, self._previous_tokens
+        if not previous or tokens is None or not previous[-1].metadata.get(CACHE_POINT):
+            return rates.prompt_cost(estimate)
+        current = prompt.instructions
+        if len(current) < len(previous) or not all(
+            a is b or without_cache_point(a) == without_cache_point(b)
+            for a, b in zip(previous, current, strict=False)
+        ):
+            return rates.prompt_cost(estimate)
+        rin, _, read_rate, _ = rates.for_prompt(estimate)
+        cached = min(tokens, estimate)
+        return tidy_usd((read_rate * cached + rin * (estimate - cached)) / 1_000_000)
 
     def _lowered(
         self, limits: UsageLimits, prompt: Prompt, model: object, estimate: int | None

@@ -18,6 +18,7 @@ from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontext
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from .._cache_points import without_cache_points
 from .._checks import check_conversation_id
 from .._streams import closing
 from ..chain import CallAdvisorChain, Run, StreamAdvisorChain
@@ -412,6 +413,15 @@ async def _rewrite(
     equality) and ``messages`` appended: one atomic update on a window memory whose repository can
     update; otherwise read, ``clear`` and ``add`` (the turn lock keeps other turns out)."""
 
+    # Memory never stores a cache point (API.md §21): found and stored without them.
+    replacements = [
+        HistoryReplacement(
+            tuple(without_cache_points(r.replaced)), tuple(without_cache_points(r.replacement))
+        )
+        for r in replacements
+    ]
+    messages = without_cache_points(messages)
+
     def change(stored: Sequence[Message]) -> list[Message]:
         return [*replace_history(stored, replacements), *messages]
 
@@ -434,6 +444,7 @@ async def _rewrite(
 
 
 async def _add(memory: ChatMemory, conversation_id: str, messages: list[Message]) -> None:
+    messages = without_cache_points(messages)  # memory never stores a cache point (API.md §21)
     aadd = getattr(memory, "aadd", None)
     if aadd is not None:
         await aadd(conversation_id, messages)

@@ -250,7 +250,8 @@ class ToolCallingAdvisor(ToolAdvisor):
         ran = len(_calls_that_ran(chat, decisions))
         meter.before_tool_calls(ran)  # the run's tool_calls_limit: the round runs whole or not at all
         try:
-            await run.wait_gates()  # what must pass before any tool of the run runs (input guards)
+            if run.gated:  # what must pass before any tool of the run runs (input guards)
+                await run.wait_gates()
             if run.listener is not None:
                 _emit_calls(run, request, _calls_that_ran(chat, decisions))
             with run.active():  # tools (and requests they make) find their run

@@ -27,7 +27,7 @@ import contextvars
 import itertools
 import os
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
-from contextlib import AbstractAsyncContextManager, AsyncExitStack, contextmanager
+from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from typing import Any, Protocol, TypeVar
 
 from .. import observability as obs
@@ -178,14 +178,31 @@ class Run:
 
     # -- tools -------------------------------------------------------------------------------
 
-    @contextmanager
-    def active(self) -> Iterator[Run]:
-        """Make this the ``current_run()`` inside (the tool loop runs a round's tools in it)."""
-        token = _CURRENT.set(self)
-        try:
-            yield self
-        finally:
-            _CURRENT.reset(token)
+    def active(self) -> _Active:
+        """``with run.active():`` — this run is ``current_run()`` inside (the tool loop runs a
+        round's tools in it)."""
+        return _Active(self)
+
+    @property
+    def gated(self) -> bool:
+        """True while a gate is registered that tools must wait for (``wait_gates``)."""
+        return bool(self._gates)
+
+
+class _Active:
+    """The context manager of ``Run.active`` (a class: it is entered once per tool round)."""
+
+    __slots__ = ("_run", "_token")
+
+    def __init__(self, run: Run) -> None:
+        self._run = run
+
+    def __enter__(self) -> Run:
+        self._token = _CURRENT.set(self._run)
+        return self._run
+
+    def __exit__(self, *exc_info: object) -> None:
+        _CURRENT.reset(self._token)
 
 
 class RunScope(Protocol):
@@ -336,4 +353,3 @@ def _finished(response: ChatClientResponse, meter: RunMeter, *, final: bool) -> 
     if final and chat is not None and meter.reported and chat.metadata.usage != run.usage:
         chat = chat.with_usage(run.usage)
     return ChatClientResponse(chat, context)
-

@@ -18,6 +18,7 @@ from functools import partial
 from typing import Any, ClassVar, Protocol
 from urllib.parse import urlsplit
 
+from .._cache_points import check_cache_points
 from ..model import ChatResponse, ChatResponseMetadata, Prompt
 from ..usage import price_of
 from ._common import check_request_allowed
@@ -127,6 +128,7 @@ class HttpChatModel(ABC):
 
     async def call(self, prompt: Prompt) -> ChatResponse:
         """One request; the whole answer as a ChatResponse."""
+        check_cache_points(prompt.instructions)
         body, options = self._body(prompt, stream=False)
         path = await self._path()
         reply = await path.send(body, options, stream=False)
@@ -163,6 +165,7 @@ class HttpChatModel(ABC):
     async def stream(self, prompt: Prompt) -> AsyncIterator[ChatResponse]:
         """A streamed request: text deltas as they come, then one last chunk with the whole tool
         calls, the finish reason and usage. Closing the iterator closes the response."""
+        check_cache_points(prompt.instructions)
         body, options = self._body(prompt, stream=True)
         path = await self._path()
         url = path.url

@@ -166,6 +166,7 @@ class OpenAIChatModel(OpenAIHttpModel):
             request["tools"] = tools
         if options is not None and options.output_schema is not None:
             request["response_format"] = _response_format(options.output_schema)
+        request.update(self._cache_key_params(prompt))
         return request_params(base, self.defaults, request, prompt)
 
 

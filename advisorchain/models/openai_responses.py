@@ -195,6 +195,7 @@ class OpenAIResponsesChatModel(OpenAIHttpModel):
         options = prompt.options
         if options is not None and options.output_schema is not None:
             request["text"] = {"format": _json_schema_format(options.output_schema)}
+        request.update(self._cache_key_params(prompt))
         return request_params(base, self.defaults, request, prompt)
 
 
