@@ -62,6 +62,11 @@ def serve_command(
     """Serve the agent over AG-UI, A2A, OpenAI's Chat Completions API or MCP."""
     token = _token(token_env, no_token, host)
     _check_extra(protocol)
+    if agent.session is not None:
+        raise click.UsageError(
+            "--session does not apply to serve: each request names its conversation (threadId, "
+            "contextId, X-Conversation-Id or user)"
+        )
     if agent.model.model is None:
         if agent.model.base_url is not None:
             raise click.UsageError("--base-url needs --model, e.g. --model openai:llama3.2")

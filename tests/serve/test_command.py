@@ -110,3 +110,10 @@ def test_an_unset_token_variable_is_refused(tmp_path: Path) -> None:
         timeout=60,
     )
     assert done.returncode == 2 and "NOT_SET_ANYWHERE" in done.stderr
+
+
+def test_a_session_is_refused_since_each_request_names_its_conversation(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [*COMMAND, "--protocol", "openai", "--session", "mine"], capture_output=True, text=True, env=_env(tmp_path), timeout=60
+    )
+    assert done.returncode == 2 and "--session" in done.stderr
