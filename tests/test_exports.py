@@ -50,6 +50,7 @@ _SECTIONS = {
     "advisorchain.durable": "RunRequest",
     "advisorchain.mcp": "McpServerStdio McpServerHttp serve",
     "advisorchain.web": "create_app",
+    "advisorchain.serve": "agui_app a2a_app A2AAgentTool openai_app",
     "advisorchain.evaluation": "EvaluationRequest EvaluationResult Evaluator EvaluationFailedError LLMJudgeEvaluator RelevancyEvaluator "
     "FactCheckingEvaluator SelfRefineEvaluationAdvisor Case CaseResult EvaluatorTotals EvaluationReport "
     "ExpectedAnswerEvaluator evaluate_cases aevaluate_cases",

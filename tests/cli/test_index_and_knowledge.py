@@ -219,7 +219,7 @@ def test_a_knowledge_base_that_is_not_there_is_one_clear_line(tmp_path: Path, ur
     assert not (tmp_path / "missing.db").exists()
 
 
-@pytest.mark.parametrize("command", ["chat", "eval", "web"])
+@pytest.mark.parametrize("command", ["chat", "eval", "web", "serve"])
 def test_every_agent_command_takes_knowledge(tmp_path: Path, command: str) -> None:
     done = cli(command, "--help", cwd=tmp_path)
     assert "--knowledge URL" in done.stdout
