@@ -22,13 +22,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..advisors import AdvisorParams, MessageChatMemoryAdvisor
-from ..advisors.memory import _HELD_LOCKS
+from ..advisors.memory import hold_turn
 from ..chain import Run
 from ..chain.events import RunListener
 from ..client import ChatClient, ChatClientRequestSpec
 from ..errors import ChainConfigurationError
 from ..memory import ChatMemory, MessageWindowChatMemory
-from ..memory.locks import conversation_lock, lock_key
 from ..messages import AssistantMessage, Message, ToolCall, ToolResponseMessage, UserMessage
 from ..model import ChatOptions
 from ..tools import Approved, Denied, ToolCallback, ToolContext, ToolDefinition, ToolMetadata
@@ -184,13 +183,10 @@ class ServeCore:
         """Hold the conversation's turn (a second request on it waits, API.md §6) and yield what
         memory holds of it (nothing without memory or a conversation id), with the run the turn's
         request runs inside (so its memory advisor knows the turn is held already)."""
-        holder = Run()
         if self.memory is None or conversation_id is None:
-            yield Held((), holder)
+            yield Held((), Run())
             return
-        async with conversation_lock(self.memory, conversation_id):
-            held_keys: set[object] = holder.slot(_HELD_LOCKS, set)
-            held_keys.add(lock_key(self.memory, conversation_id))
+        async with hold_turn(self.memory, conversation_id) as holder:
             yield Held(tuple(await self.stored(conversation_id)), holder)
 
     async def check(self, turn: TurnInput) -> None:
