@@ -10,6 +10,7 @@ import typing as _typing
 
 if _typing.TYPE_CHECKING:  # the names of __all__, for type checkers (at run time: __getattr__)
     from .advisors import *  # noqa: F403
+    from .agents import *  # noqa: F403
     from .client import *  # noqa: F403
     from .errors import *  # noqa: F403
     from .evaluation import *  # noqa: F403
@@ -29,6 +30,7 @@ __all__ = [
     "AdvisorChain",
     "AdvisorChainError",
     "AdvisorParams",
+    "Agent",
     "Approved",
     "AssistantMessage",
     "AsyncCallResponseSpec",
@@ -74,6 +76,8 @@ __all__ = [
     "GuardResult",
     "GuardrailError",
     "GuardrailTripped",
+    "Handoff",
+    "HandoffAdvisor",
     "HistoryReplacement",
     "InMemoryChatMemoryRepository",
     "IncompleteAnswerError",
@@ -170,6 +174,7 @@ _HOMES = (
     ".testing",
     ".evaluation",
     ".guardrails",
+    ".agents",
 )
 
 

@@ -21,6 +21,12 @@ if command -v npm >/dev/null && [[ ! -e .mcp-everything/node_modules/@modelconte
         @modelcontextprotocol/server-everything@2026.8.31 >&2 \
         || echo "test.sh: could not install @modelcontextprotocol/server-everything; its tests skip" >&2
 fi
+# The official AG-UI client (@ag-ui/client, its HttpAgent) for tests/serve, driven by a small node
+# script; without node those tests skip, saying so.
+if command -v npm >/dev/null && [[ ! -e .agui-client/node_modules/@ag-ui/client ]]; then
+    npm install --prefix .agui-client --no-audit --no-fund --silent @ag-ui/client@1.0.0 >&2 \
+        || echo "test.sh: could not install @ag-ui/client; the AG-UI client tests skip" >&2
+fi
 # Real PostgreSQL, Redis and PostgreSQL with pgvector on loopback for the memory and retrieval tests
 # (unless the caller already points at servers); the trap stops them however the run ends.
 if [[ -z "${ADVISORCHAIN_TEST_POSTGRES_DSN:-}" || -z "${ADVISORCHAIN_TEST_REDIS_URL:-}" || -z "${ADVISORCHAIN_TEST_PGVECTOR_DSN:-}" ]]; then

@@ -25,6 +25,7 @@ RequestRetryAdvisor ContextCompactionAdvisor HistoryReplacement PromptCacheAdvis
 ModelPrice UsageLimits RunUsage
 GuardResult GuardContext GuardrailTripped GuardrailError InputGuardrailAdvisor OutputGuardrailAdvisor
 pii_guard keyword_guard llm_guard max_length_guard
+Agent Handoff HandoffAdvisor
 """
 
 # Names API.md places in each submodule.
@@ -51,6 +52,7 @@ _SECTIONS = {
     "advisorchain.durable": "RunRequest",
     "advisorchain.mcp": "McpServerStdio McpServerHttp serve",
     "advisorchain.web": "create_app",
+    "advisorchain.serve": "agui_app a2a_app A2AAgentTool openai_app",
     "advisorchain.evaluation": "EvaluationRequest EvaluationResult Evaluator EvaluationFailedError LLMJudgeEvaluator RelevancyEvaluator "
     "FactCheckingEvaluator SelfRefineEvaluationAdvisor Case CaseResult EvaluatorTotals EvaluationReport "
     "ExpectedAnswerEvaluator evaluate_cases aevaluate_cases",
@@ -66,6 +68,7 @@ _SECTIONS = {
     "advisorchain.guardrails": "GuardResult GuardContext GuardrailTripped GuardrailError InputGuardrailAdvisor "
     "OutputGuardrailAdvisor pii_guard keyword_guard llm_guard max_length_guard",
     "advisorchain.client": "ChatClient ResponseEntity",
+    "advisorchain.agents": "Agent Handoff HandoffAdvisor",
     "advisorchain.usage": "Usage ModelPrice UsageLimits RunUsage UsageLimitExceeded",
 }
 

@@ -96,7 +96,7 @@ def test_every_agent_command_takes_the_flags_and_they_build_the_advisors(tmp_pat
     assert [type(a) for a in advisors] == [InputGuardrailAdvisor, OutputGuardrailAdvisor]
     assert advisors[1].release == "sentence" and advisors[0].on_trip == "finish"
     assert len(kit.input) == 3 and len(kit.output) == 3 and len(kit.tool_results) == 2
-    for name in ("chat", "web", "eval"):
+    for name in ("chat", "web", "eval", "serve"):
         help_text = CliRunner().invoke(app, [name, "--help"]).stdout
         assert "--guard [pii|pii-block]" in help_text and "--guard-words FILE" in help_text, name
     assert guard_kit(AgentOptions(seen[0].model, None, (), (), (), None, None, False)) is None
