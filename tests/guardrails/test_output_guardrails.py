@@ -326,3 +326,27 @@ def test_bad_settings_are_named() -> None:
     with pytest.raises(ValueError, match="at least one guard"):
         OutputGuardrailAdvisor()
     assert OutputGuardrailAdvisor(no_secret).order == OutputGuardrailAdvisor.DEFAULT_ORDER
+
+
+@pytest.mark.parametrize("path", PATHS)
+async def test_with_agents_the_guards_are_told_which_agent_answered_and_which_made_the_call(
+    path: Path,
+) -> None:
+    from advisorchain import Agent
+
+    billing = Agent("billing", instructions="You do billing.")
+    triage = Agent("triage", instructions="You route.", handoffs=[billing])
+    model = ScriptedChatModel(
+        [
+            AssistantMessage(None, [ToolCall("h1", "transfer_to_billing", "{}")]),
+            answer("Card 4111 1111 1111 1111."),
+        ]
+    )
+    outputs, calls = Recorder(), Recorder()
+    client = ChatClient(
+        model, default_advisors=[OutputGuardrailAdvisor(outputs, pii_guard())], tool_guards=[calls]
+    )
+    got = await run(client.prompt("my bill").agent(triage), path)
+    assert got.text == "Card [CREDIT_CARD]."
+    assert outputs.contexts[-1]["agent"] == "billing"
+    assert calls.contexts[0]["agent"] == "triage" and calls.contexts[0]["tool_name"] == "transfer_to_billing"
