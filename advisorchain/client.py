@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Coroutine, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import repeat
 from typing import Any, Generic, TypeVar, overload
@@ -542,9 +542,10 @@ class _RunSettings:
 _NO_SETTINGS = _RunSettings(None, None, None)
 
 
-async def _call(request: ChatClientRequest, run: Run, model: ChatModel) -> ChatClientResponse:
+def _call(request: ChatClientRequest, run: Run, model: ChatModel) -> Coroutine[Any, Any, ChatClientResponse]:
+    """The request's whole chain in its run (a coroutine to await)."""
     chain = CallAdvisorChain(run.advisors, model, run=run)  # type: ignore[arg-type]
-    return await call_run(run, request, chain.next_call)
+    return call_run(run, request, chain.next_call)
 
 
 def _stream(request: ChatClientRequest, run: Run, model: ChatModel) -> AsyncIterator[ChatClientResponse]:

@@ -88,13 +88,15 @@ class AgentTool(ParsedTool):
 
 
 def _refused_by_caller(error: UsageLimitExceeded, parent: Any) -> bool:
-    """True when the calling run's limits (not the nested client's own) refused the nested call."""
+    """True when the calling run's limits (not the nested client's own) refused the nested call:
+    the meter that raised is the calling run's, or one its totals count in."""
+    raised_by = getattr(error, "_advisorchain_meter", None)
     meter = getattr(parent, "meter", None)
-    limits = getattr(meter, "limits", None)
-    if meter is None or limits is None:
-        return False
-    same_limit = getattr(limits, error.limit_name, None) == error.limit
-    return bool(same_limit and error.run_usage == meter.run_usage())
+    while meter is not None:
+        if meter is raised_by:
+            return True
+        meter = meter.parent
+    return False
 
 
 def agent_tool(client: ChatClient, *, name: str, description: str, agent: Agent | None = None) -> AgentTool:

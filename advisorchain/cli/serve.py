@@ -22,7 +22,7 @@ from rich.console import Console
 
 from ..client import ChatClient
 from ._agent import MAX_MESSAGES, ModelChoice, agent_client, close_model, guard_kit, open_knowledge_advisor
-from ._options import AgentOptions, agent_options
+from ._options import AgentOptions, ModelOptions, agent_options
 from ._sessions import open_store
 from ._setup import CliError, load_tools, mcp_servers
 from .web import _listen, is_loopback
@@ -136,10 +136,31 @@ def _client(
     manager = ToolCallingManager(approver=(lambda call, context: True) if agent.approve_all else None)
     memory = MessageWindowChatMemory(store.repository, max_messages=MAX_MESSAGES)
     client = agent_client(
-        llm, agent.system, tools, memory, manager, knowledge, agent.budget.limits(), guards=guard_kit(agent)
+        llm,
+        agent.system,
+        tools,
+        memory,
+        manager,
+        knowledge,
+        agent.budget.limits(),
+        _starting_agent(agent),
+        cache=agent.cache,
+        guards=guard_kit(agent),
     )
     advisors = [a for a in client.default_advisors if not isinstance(a, MessageChatMemoryAdvisor)]
     return client.mutate(default_advisors=advisors), memory
+
+
+def _starting_agent(agent: AgentOptions) -> Any:
+    """``--agents FILE``: the agent that starts (its graph checked), or None without the flag."""
+    if agent.agents is None:
+        return None
+    from ._agents_file import load_agents
+
+    timeout = agent.model.timeout
+    return load_agents(
+        agent.agents, build_model=lambda label: ModelChoice.build(ModelOptions(label, None, timeout)).model
+    )
 
 
 async def _serve(

@@ -34,7 +34,11 @@ def _env(tmp_path: Path, **more: str) -> dict[str, str]:
 @contextmanager
 def serving(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> Iterator[Running]:
     process = subprocess.Popen(
-        [*COMMAND, "--port", "0", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env or _env(tmp_path)
+        [*COMMAND, "--port", "0", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env or _env(tmp_path),
     )
     try:
         assert process.stdout is not None
@@ -114,6 +118,34 @@ def test_an_unset_token_variable_is_refused(tmp_path: Path) -> None:
 
 def test_a_session_is_refused_since_each_request_names_its_conversation(tmp_path: Path) -> None:
     done = subprocess.run(
-        [*COMMAND, "--protocol", "openai", "--session", "mine"], capture_output=True, text=True, env=_env(tmp_path), timeout=60
+        [*COMMAND, "--protocol", "openai", "--session", "mine"],
+        capture_output=True,
+        text=True,
+        env=_env(tmp_path),
+        timeout=60,
     )
     assert done.returncode == 2 and "--session" in done.stderr
+
+
+def test_serve_takes_the_agents_file_and_refuses_a_bad_one_in_one_line(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("agents:\n  - name: a\n    handoffs: [b]\n")
+    result = subprocess.run(
+        [*COMMAND, "--port", "0", "--protocol", "openai", "--agents", str(bad)],
+        capture_output=True,
+        text=True,
+        env=_env(tmp_path),
+        timeout=120,
+    )
+    assert result.returncode == 2
+    lines = [line for line in result.stderr.splitlines() if "--agents" in line]
+    assert len(lines) == 1 and "hands off to 'b', which the file does not define" in lines[0], result.stderr
+    good = tmp_path / "agents.yaml"
+    good.write_text(
+        "agents:\n  - name: triage\n    instructions: You are triage.\n    handoffs: [billing]\n"
+        "  - name: billing\n    instructions: You are billing.\n"
+    )
+    with serving(tmp_path, "--protocol", "openai", "--agents", str(good), "--cache") as running:
+        sdk = openai.OpenAI(base_url=running.url, api_key=running.token, max_retries=0)
+        answer = sdk.chat.completions.create(model="x", messages=[{"role": "user", "content": "hello"}])
+        assert answer.choices[0].message.content
