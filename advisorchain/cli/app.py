@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from ..errors import AdvisorChainError
+from ._agent import cli_error_text, refuse_unpriced_cost_limit
 from ._options import BudgetOptions, ModelOptions, budget_options, debug_option, model_options
 from ._sessions import sessions
 from ._setup import build_model, parse_model
@@ -83,7 +84,7 @@ class _Group(click.Group):
             if debug:
                 err.print(traceback.format_exc(), markup=False, highlight=False, end="")
             elif isinstance(exc, AdvisorChainError):
-                _one_line(err, str(exc))
+                _one_line(err, cli_error_text(exc))
             else:
                 _one_line(err, f"{type(exc).__name__}: {exc} (run again with --debug for the traceback)")
             return EXIT_FAILURE
@@ -192,6 +193,7 @@ def demo(
     else:
         click.echo(f"Running live on {chosen[0]}:{chosen[1]}.", file=out)
         llm = build_model(chosen[0], chosen[1], model.base_url, model.timeout)
+        refuse_unpriced_cost_limit(budget, llm)
     try:
         with tempfile.TemporaryDirectory() as tmp:
             prices = DEMO_PRICES if chosen is None else None
