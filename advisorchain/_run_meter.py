@@ -18,8 +18,9 @@ from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import Literal
 
+from ._cache_points import CACHE_POINT, without_cache_point
 from ._tokens import estimate_tokens
-from .errors import UsageLimitExceeded
+from .errors import ModelError, UsageLimitExceeded
 from .messages import AssistantMessage, Message
 from .model import (
     ChatClientMessageAggregator,
@@ -31,11 +32,7 @@ from .model import (
 )
 from .usage import Prices, Rates, RunUsage, Usage, UsageLimits, bundled_rates, tidy_usd
 
-__all__ = ["RUN_METER", "RunMeter", "StreamTally", "limit_ending", "requested_model"]
-
-RUN_METER = "advisorchain.run_meter"
-"""A request param that hands a ``ChatClient`` request an existing meter (a durable run keeps one
-budget across its approval pauses); the client takes it out of the context it builds."""
+__all__ = ["RunMeter", "StreamTally", "limit_ending", "requested_model"]
 
 _LENGTH = frozenset({FinishReason.LENGTH, "max_tokens", "max_output_tokens"})
 When = Literal["before_request", "after_response", "before_tool_calls"]
@@ -50,6 +47,7 @@ class RunMeter:
         "_default_of",
         "_last",
         "_last_chunks",
+        "_pending",
         "_previous",
         "_previous_tokens",
         "_prompt",
@@ -60,15 +58,26 @@ class RunMeter:
         "_written",
         "changes",
         "limits",
+        "parent",
         "prices",
         "reported",
         "requests",
         "tool_calls",
     )
 
-    def __init__(self, limits: UsageLimits | None = None, prices: Prices | None = None) -> None:
+    def __init__(
+        self,
+        limits: UsageLimits | None = None,
+        prices: Prices | None = None,
+        *,
+        parent: RunMeter | None = None,
+    ) -> None:
         self.limits = limits
         self.prices = prices
+        self.parent = parent
+        """The meter of the run this one is part of (an agent called as a tool): every count is
+        added to its totals too, and its limits are checked as well as this meter's own."""
+        self._pending = 0  # model calls sent and not answered yet (their cost is unknown)
         self.requests = 0
         self.tool_calls = 0
         self.changes = 0
@@ -89,8 +98,9 @@ class RunMeter:
 
     @property
     def usage(self) -> Usage:
-        """The usage so far (its cost None once a response was unpriced or reported no usage)."""
-        cost = self._cost
+        """The usage so far (its cost None once a response was unpriced or reported no usage, or
+        while a call that was sent has no answer)."""
+        cost = None if self._pending else self._cost
         return Usage(
             self._prompt,
             self._completion,
@@ -110,16 +120,39 @@ class RunMeter:
         (``max_tokens`` lowered to the output budget) and the limit that lowered it (or None).
         Raises ``UsageLimitExceeded`` (``before_request``) when the call must not be sent."""
         limits = self.limits
+        lowered: str | None = None
+        if limits is not None:
+            self._check_before(limits)
+            estimate = self._check_estimate(limits, prompt)
+            prompt, lowered = self._lowered(limits, prompt, model, estimate)
+        if self.parent is not None:  # the calling run's limits hold too (and it counts the call)
+            prompt, _ = self.parent.before_nested_request(prompt, model)
         self.changes += 1
-        if limits is None:
-            self.requests += 1
-            return prompt, None
-        self._check_before(limits)
-        estimate = self._check_estimate(limits, prompt)
-        prompt, lowered = self._lowered(limits, prompt, model, estimate)
+        self._pending += 1
         self.requests += 1
-        self._previous, self._previous_tokens = prompt.instructions, None
+        if limits is not None:
+            self._previous, self._previous_tokens = prompt.instructions, None
         return prompt, lowered
+
+    def before_nested_request(self, prompt: Prompt, model: object) -> tuple[Prompt, str | None]:
+        """``before_request`` for a call of a nested run: checked against this run's limits and
+        counted in its totals, without changing what this run's own next estimate starts from."""
+        previous = self._previous, self._previous_tokens
+        try:
+            return self.before_request(prompt, model)
+        finally:
+            self._previous, self._previous_tokens = previous
+
+    def unanswered(self, error: BaseException | None = None) -> None:
+        """A call counted by ``before_request`` got no response: refused by the provider (an HTTP
+        error status: nothing billed), or never answered (cancelled, timed out, cut off, or
+        answered something that is not a response) — then the run's cost is unknown from now on."""
+        self.changes += 1
+        self._pending -= 1
+        if not (isinstance(error, ModelError) and error.status_code is not None):
+            self._cost = None
+        if self.parent is not None:
+            self.parent.unanswered(error)
 
     def priced(self, response: ChatResponse, prompt: Prompt, model: object) -> ChatResponse:
         """``response`` priced by the client's ``prices`` (as it is when there are none, or they
@@ -158,6 +191,9 @@ class RunMeter:
 
     def _add(self, usage: Usage | None) -> None:
         self.changes += 1
+        self._pending -= 1
+        if self.parent is not None:
+            self.parent._add_nested(usage)
         if usage is None:
             self._cost = None
             return
@@ -168,6 +204,12 @@ class RunMeter:
         if self._cost is not None:
             self._cost = None if usage.cost is None else self._cost + usage.cost
         self.reported = True
+
+    def _add_nested(self, usage: Usage | None) -> None:
+        """A nested run's response: added to this run's totals, then checked against its limits."""
+        self._add(usage)
+        if self.limits is not None and usage is not None:
+            self._check_over(self.limits)
 
     def _check_after(
         self,
@@ -211,6 +253,8 @@ class RunMeter:
     def before_tool_calls(self, count: int) -> None:
         """Raise ``UsageLimitExceeded`` (``before_tool_calls``) when ``count`` more tool calls would
         pass ``tool_calls_limit`` (then none of them runs)."""
+        if self.parent is not None:
+            self.parent.before_tool_calls(count)
         limits = self.limits
         if limits is None or limits.tool_calls_limit is None or count <= 0:
             return
@@ -227,6 +271,8 @@ class RunMeter:
         """``count`` tool calls ran."""
         self.tool_calls += count
         self.changes += 1
+        if self.parent is not None:
+            self.parent.ran_tool_calls(count)
 
     # -- the checks --------------------------------------------------------------------------------
 
@@ -263,7 +309,7 @@ class RunMeter:
             raise self._exceeded("total_tokens_limit", total_limit, "before_request", why)
         cost, rates = self._cost, self._rates
         if cost_limit is not None and cost is not None and rates is not None:
-            estimated = rates.prompt_cost(estimate)
+            estimated = self._estimated_cost(rates, prompt, estimate)
             if cost + estimated > cost_limit:
                 shown = f"about {estimate:,} tokens, ${tidy_usd(estimated):f}"
                 why = f"would be passed by the next prompt ({shown})"
@@ -279,6 +325,24 @@ class RunMeter:
         if previous is None or tokens is None:
             return estimate_tokens(messages)
         return tokens + estimate_tokens(_added(previous, messages))
+
+    def _estimated_cost(self, rates: Rates, prompt: Prompt, estimate: int) -> Decimal:
+        """The next prompt's estimated cost: when the previous call's last message carried a cache
+        point and the new prompt begins with that call's prompt (cache points left out), the
+        previous call's reported prompt tokens at the cache-read rate and the rest at the input
+        rate (API.md §21); otherwise every token at the input rate."""
+        previous, tokens = self._previous, self._previous_tokens
+        if not previous or tokens is None or not previous[-1].metadata.get(CACHE_POINT):
+            return rates.prompt_cost(estimate)
+        current = prompt.instructions
+        if len(current) < len(previous) or not all(
+            a is b or without_cache_point(a) == without_cache_point(b)
+            for a, b in zip(previous, current, strict=False)
+        ):
+            return rates.prompt_cost(estimate)
+        rin, _, read_rate, _ = rates.for_prompt(estimate)
+        cached = min(tokens, estimate)
+        return tidy_usd((read_rate * cached + rin * (estimate - cached)) / 1_000_000)
 
     def _lowered(
         self, limits: UsageLimits, prompt: Prompt, model: object, estimate: int | None
@@ -426,6 +490,10 @@ class StreamTally:
         if self.kept is not None:
             self.kept.append(chunk)
         return chunk
+
+    def abandoned(self, error: BaseException | None) -> None:
+        """The answer never ended (the stream failed, or its reader stopped; see ``unanswered``)."""
+        self._meter.unanswered(error)
 
     def end(self) -> None:
         """The answer ended: add it to the run's totals, and check the limits after it."""

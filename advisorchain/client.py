@@ -7,30 +7,31 @@ from __future__ import annotations
 import asyncio
 import functools
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
-from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from itertools import repeat
 from typing import Any, Generic, TypeVar, overload
 
 from . import _sync
-from . import observability as obs
-from ._run_meter import RUN_METER, RunMeter, limit_ending
+from ._run_meter import RunMeter
 from ._streams import closing
 from ._template import check_params, render
 from ._tool_types import ToolCallback
-from .advisors.chain import (
-    Advisor,
-    CallAdvisorChain,
-    StreamAdvisorChain,
-    assemble_advisors,
-    check_advisor,
-    with_run_meter,
-)
-from .advisors.memory import conversation_turns, holds_turns
 from .advisors.structured_output import StructuredOutputValidationAdvisor
 from .advisors.tool_calling import ToolCallingAdvisor
-from .advisors.vocabulary import AdvisorParams
-from .errors import ChainConfigurationError, UsageLimitExceeded
+from .chain import (
+    Advisor,
+    CallAdvisorChain,
+    Run,
+    RunListener,
+    StreamAdvisorChain,
+    assemble_advisors,
+    call_run,
+    check_advisor,
+    current_run,
+    stream_run,
+)
+from .chain.vocabulary import AdvisorParams
+from .errors import ChainConfigurationError
 from .memory.api import conversation_id_of
 from .messages import AssistantMessage, Media, Message, SystemMessage, ToolResponseMessage, UserMessage
 from .model import ChatClientRequest, ChatClientResponse, ChatModel, ChatOptions, ChatResponse, Prompt
@@ -175,6 +176,7 @@ class ChatClientRequestSpec:
         "_messages",
         "_options",
         "_params",
+        "_run_settings_given",
         "_system",
         "_system_is_default",
         "_system_params",
@@ -200,6 +202,7 @@ class ChatClientRequestSpec:
         self._advisors: list[Advisor] = []
         self._params: dict[str, Any] = {}
         self._limits: UsageLimits | _Unset | None = _UNSET
+        self._run_settings_given: _RunSettings | None = None
 
     def system(self, text: str, /, **params: Any) -> ChatClientRequestSpec:
         """The system message (replaces the client's default). With ``params``, ``{name}``
@@ -314,6 +317,19 @@ class ChatClientRequestSpec:
         self._params[key] = value
         return self
 
+    def _run_settings(
+        self,
+        *,
+        parent: Run | None = None,
+        meter: RunMeter | None = None,
+        listener: RunListener | None = None,
+    ) -> ChatClientRequestSpec:
+        """How the request's run is built (for the library's own callers): a ``parent`` run this
+        one is part of (its meter counts in the parent's and checks its limits too), an existing
+        ``meter`` (a durable run resumes with its totals), a ``listener`` for run events."""
+        self._run_settings_given = _RunSettings(parent, meter, listener)
+        return self
+
     # -- terminal operations -------------------------------------------------------------------
 
     def call(self) -> CallResponseSpec:
@@ -340,7 +356,8 @@ class ChatClientRequestSpec:
         extra_context: Mapping[str, Any] | None = None,
         output_schema: Mapping[str, Any] | None = None,
         extra_advisors: Sequence[Advisor] = (),
-    ) -> _Request:
+    ) -> tuple[ChatClientRequest, Run]:
+        """The request and the run it runs in."""
         instructions: list[Message] = []
         system = self._system_text()
         if system is not None:
@@ -354,8 +371,6 @@ class ChatClientRequestSpec:
                 "the prompt is empty: give it user text (prompt('...') or .user('...'))"
             )
         context: dict[str, Any] = {**self._params, **(extra_context or {})}
-        given = context.pop(RUN_METER, None)
-        meter = given if isinstance(given, RunMeter) else self._meter()
         options = self._build_options(context)
         if output_schema is not None:
             options = (options or ChatOptions()).copy(output_schema=output_schema)
@@ -369,14 +384,20 @@ class ChatClientRequestSpec:
             ),
             tool_advisor_factory=_tool_calling_advisor,
         )
-        return _Request(ChatClientRequest(Prompt(tuple(instructions), options), context), advisors, meter)
+        return ChatClientRequest(Prompt(tuple(instructions), options), context), self._run(advisors)
 
-    def _meter(self) -> RunMeter:
-        """The accumulator of this request's run: its limits (the request's, else the client's)
-        and the client's prices."""
+    def _run(self, advisors: tuple[Advisor, ...]) -> Run:
+        """The request's run: its meter holds the request's limits (else the client's) and the
+        client's prices."""
         client = self._client
-        limits = client.usage_limits if isinstance(self._limits, _Unset) else self._limits
-        return RunMeter(limits, client.price_table)
+        given = self._run_settings_given or _NO_SETTINGS
+        meter = given.meter
+        if meter is None:
+            limits = client.usage_limits if isinstance(self._limits, _Unset) else self._limits
+            parent = given.parent.meter if given.parent is not None else None
+            meter = RunMeter(limits, client.price_table, parent=parent)
+        outer = given.parent or current_run()
+        return Run(meter, advisors=advisors, listener=given.listener, parent=given.parent, outer=outer)
 
     def _system_text(self) -> str | None:
         if not self._system_is_default or self._system is None:
@@ -453,107 +474,23 @@ def _non_blank(text: str, what: str) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class _Request:
-    request: ChatClientRequest
-    advisors: tuple[Advisor, ...]
-    meter: RunMeter
-
-    async def call(self, model: ChatModel) -> ChatClientResponse:
-        if obs.tracing_enabled():
-            with obs.span(
-                "advisorchain request", {"advisorchain.advisors": [a.name for a in self.advisors]}
-            ) as span:
-                try:
-                    return await self._call(model)
-                finally:
-                    obs.record_run(span, self.meter.run_usage())
-        return await self._call(model)
-
-    async def _call(self, model: ChatModel) -> ChatClientResponse:
-        chain = with_run_meter(CallAdvisorChain(self.advisors, model), self.meter)
-        try:
-            # One turn per conversation at a time (memory advisors); released on error or cancellation.
-            async with self._turn() as request:
-                response = await chain.next_call(request)
-        except UsageLimitExceeded as exc:
-            response = self._ending(exc)  # on_exceeded="finish" (a limit met outside a tool loop)
-        return _finished(response, self.meter, final=True)
-
-    def _turn(self) -> AbstractAsyncContextManager[ChatClientRequest]:
-        """The request, its conversations' turns held while it runs (memory advisors); with no
-        memory advisor, the request as it is (no context manager generator to run)."""
-        if holds_turns(self.advisors):
-            return conversation_turns(self.advisors, self.request)
-        return _Given(self.request)
-
-    def _ending(self, error: UsageLimitExceeded, *, after_text: bool = False) -> ChatClientResponse:
-        ending = limit_ending(error, self.meter, after_text=after_text)
-        if ending is None:
-            raise error
-        return ChatClientResponse(ending, self.request.context)
-
-    def stream(self, model: ChatModel) -> AsyncIterator[ChatClientResponse]:
-        source = self._held_stream(with_run_meter(StreamAdvisorChain(self.advisors, model), self.meter))
-        if obs.tracing_enabled():
-            return obs.traced_stream(
-                "advisorchain request", source, {"advisorchain.advisors": [a.name for a in self.advisors]}
-            )
-        return source
-
-    async def _held_stream(self, chain: StreamAdvisorChain) -> AsyncIterator[ChatClientResponse]:
-        """The chain's chunks; each end of an answer (and a context-only chunk) carries the run's
-        totals (``RUN_USAGE``), and when the last chunk could not (the totals changed after it, or
-        it was plain text) one context-only chunk follows with them."""
-        meter = self.meter
-        last: ChatClientResponse | None = None
-        told, told_at = None, -1  # the last chunk that carried the totals, and the meter's changes then
-        try:
-            async with self._turn() as request, closing(chain.next_stream(request)) as source:
-                async for chunk in source:
-                    chat = chunk.chat_response
-                    if chat is None or chat.metadata.finish_reason is not None:
-                        chunk = told = _finished(chunk, meter, final=chat is not None)
-                        told_at = meter.changes
-                    last = chunk
-                    yield chunk
-        except UsageLimitExceeded as exc:
-            obs.record_run(obs.current_span(), meter.run_usage())  # the request span, while we run
-            yield _finished(self._ending(exc, after_text=last is not None), meter, final=True)
-            return
-        except Exception:
-            obs.record_run(obs.current_span(), meter.run_usage())
-            raise
-        obs.record_run(obs.current_span(), meter.run_usage())
-        if last is None or last is not told or told_at != meter.changes:
-            context = self.request.context if last is None else last.context
-            yield _finished(ChatClientResponse(None, context), meter, final=False)
+class _RunSettings:
+    parent: Run | None
+    meter: RunMeter | None
+    listener: RunListener | None
 
 
-def _finished(response: ChatClientResponse, meter: RunMeter, *, final: bool) -> ChatClientResponse:
-    """``response`` with the run's totals in its context (``RUN_USAGE``) and — for the run's
-    answer, when a model reported usage — the run's usage as its usage: summed over everything the
-    request made the model do, with its cost."""
-    run = meter.run_usage()
-    context = {**response.context, AdvisorParams.RUN_USAGE: run}
-    chat = response.chat_response
-    if final and chat is not None and meter.reported and chat.metadata.usage != run.usage:
-        chat = chat.with_usage(run.usage)
-    return ChatClientResponse(chat, context)
+_NO_SETTINGS = _RunSettings(None, None, None)
 
 
-class _Given:
-    """``async with _Given(request) as request``: a request with no turn to hold."""
+async def _call(request: ChatClientRequest, run: Run, model: ChatModel) -> ChatClientResponse:
+    chain = CallAdvisorChain(run.advisors, model, run=run)  # type: ignore[arg-type]
+    return await call_run(run, request, chain.next_call)
 
-    __slots__ = ("_request",)
 
-    def __init__(self, request: ChatClientRequest) -> None:
-        self._request = request
-
-    async def __aenter__(self) -> ChatClientRequest:
-        return self._request
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        return None
+def _stream(request: ChatClientRequest, run: Run, model: ChatModel) -> AsyncIterator[ChatClientResponse]:
+    chain = StreamAdvisorChain(run.advisors, model, run=run)  # type: ignore[arg-type]
+    return stream_run(run, request, chain.next_stream)
 
 
 @dataclass(frozen=True, slots=True)
@@ -586,7 +523,7 @@ class AsyncCallResponseSpec:
                 continue
             running = self._running = asyncio.get_running_loop().create_future()
             try:
-                self._result = await self._spec._build().call(self._spec._client.model)
+                self._result = await _call(*self._spec._build(), self._spec._client.model)
             finally:
                 self._running = None
                 running.set_result(None)
@@ -635,12 +572,12 @@ class AsyncCallResponseSpec:
             for a in (*spec._client.default_advisors, *spec._advisors)
         ):
             validation = (StructuredOutputValidationAdvisor(output_type=output_type),)
-        request = spec._build(
+        request, run = spec._build(
             {AdvisorParams.OUTPUT_FORMAT: converter.format_instructions},
             converter.json_schema if native else None,
             validation,
         )
-        response = await request.call(spec._client.model)
+        response = await _call(request, run, spec._client.model)
         chat = response.chat_response
         if chat is None:
             raise ChainConfigurationError("the advisor chain returned no chat response")
@@ -714,7 +651,7 @@ class AsyncStreamResponseSpec:
 
     def chat_client_responses(self) -> AsyncIterator[ChatClientResponse]:
         """Every chunk with its context."""
-        return self._spec._build().stream(self._spec._client.model)
+        return _stream(*self._spec._build(), self._spec._client.model)
 
     async def chat_responses(self) -> AsyncIterator[ChatResponse]:
         """Every chunk's ChatResponse (a context-only chunk, which has none, is skipped)."""

@@ -62,7 +62,8 @@ class ChatOptions:
 
     ``tool_callbacks`` are the tools the model may call, ``tool_context`` is handed to them;
     ``output_schema`` asks a provider that supports it for native JSON-schema output;
-    ``extra`` is passed through to the provider's request as is.
+    ``extra`` is passed through to the provider's request as is; ``cache_key`` names a prompt
+    cache for providers that route by key (OpenAI's ``prompt_cache_key``, API.md §21).
     """
 
     model: str | None = None
@@ -74,6 +75,7 @@ class ChatOptions:
     tool_context: Mapping[str, Any] = field(default_factory=dict)
     output_schema: Mapping[str, Any] | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
+    cache_key: str | None = None
     tool_registry: ToolRegistry = field(default=EMPTY_REGISTRY, init=False, repr=False, compare=False)
     """The tools by name, definitions resolved once (unique names are checked here, once)."""
 
@@ -88,6 +90,8 @@ class ChatOptions:
                     f"ChatOptions.stop must be a sequence of strings, not a string: {self.stop!r}"
                 )
             object.__setattr__(self, "stop", tuple(self.stop))
+        if self.cache_key is not None and not isinstance(self.cache_key, str):
+            raise TypeError(f"ChatOptions.cache_key must be a string or None, got {self.cache_key!r}")
 
     def copy(self, **changes: Any) -> ChatOptions:
         """A copy with ``changes`` applied (unknown names raise TypeError)."""

@@ -41,6 +41,7 @@ from .model import ChatClientMessageAggregator, ChatOptions, ChatResponse
 from .usage import RunUsage
 
 __all__ = [
+    "AGENT_NAME",
     "CAPTURE_CONTENT_ENV",
     "OPERATION_DURATION",
     "TOKEN_USAGE",
@@ -61,6 +62,8 @@ __all__ = [
 
 TRACER_NAME = "advisorchain"
 CAPTURE_CONTENT_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+AGENT_NAME = "gen_ai.agent.name"
+"""The agent a model call was made for (API.md §18), on its model span."""
 TOOL_CALL_ARGUMENTS = "gen_ai.tool.call.arguments"
 """The span attribute a watched tool call's arguments go in (``chat --trace``, the web page only)."""
 TOOL_CALL_RESULT = "gen_ai.tool.call.result"

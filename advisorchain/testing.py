@@ -28,11 +28,11 @@ import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from typing import Any, TypeAlias
 
+from ._request_guard import set_requests_forbidden
 from ._streams import closing
 from .errors import AdvisorChainError
 from .messages import AssistantMessage
 from .model import ChatResponse, ChatResponseMetadata, Generation, Prompt
-from .models._common import set_requests_forbidden
 from .replay import (
     Cassette,
     RecordedRequest,

@@ -16,7 +16,7 @@ from advisorchain import (
     ModelError,
     ScriptedChatModel,
 )
-from advisorchain.advisors.chain import StreamAdvisorChain
+from advisorchain.advisors.api import StreamAdvisorChain
 
 
 class Broken(BaseAdvisor):

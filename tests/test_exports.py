@@ -21,7 +21,7 @@ ResponseEntity ContextLengthExceededError EvaluationFailedError VectorStoreError
 EvaluationFailedError EvaluationRequest EvaluationResult Evaluator LLMJudgeEvaluator RelevancyEvaluator
 FactCheckingEvaluator SelfRefineEvaluationAdvisor Case CaseResult EvaluatorTotals EvaluationReport
 ExpectedAnswerEvaluator evaluate_cases aevaluate_cases
-RequestRetryAdvisor ContextCompactionAdvisor HistoryReplacement
+RequestRetryAdvisor ContextCompactionAdvisor HistoryReplacement PromptCacheAdvisor CacheReport
 ModelPrice UsageLimits RunUsage
 """
 
@@ -30,7 +30,8 @@ _SECTIONS = {
     "advisorchain.advisors": "Ordered ChatClientRequest ChatClientResponse CallAdvisor StreamAdvisor BaseAdvisor "
     "ToolAdvisor MemoryAdvisor CallAdvisorChain StreamAdvisorChain AdvisorParams ToolCallingAdvisor "
     "StructuredOutputValidationAdvisor MessageChatMemoryAdvisor TodoReminderAdvisor ToolSearchToolCallingAdvisor "
-    "SimpleLoggerAdvisor SafeGuardAdvisor RequestRetryAdvisor ContextCompactionAdvisor HistoryReplacement",
+    "SimpleLoggerAdvisor SafeGuardAdvisor RequestRetryAdvisor ContextCompactionAdvisor HistoryReplacement "
+    "PromptCacheAdvisor CacheReport",
     "advisorchain.advisors.api": "Ordered ChatClientRequest ChatClientResponse CallAdvisor StreamAdvisor "
     "BaseAdvisor ToolAdvisor MemoryAdvisor CallAdvisorChain StreamAdvisorChain AdvisorParams",
     "advisorchain.tools": "tool tool_callbacks ToolDefinition ToolMetadata ToolCallback ToolContext "

@@ -107,6 +107,9 @@ def test_the_cycle_finder_finds_a_planted_cycle() -> None:
         ("advisorchain.messages", "advisorchain.model"),
         ("advisorchain.errors", "advisorchain.tools"),
         ("advisorchain.model", "advisorchain.advisors"),
+        # The kernel (contracts, cursor, model link, run) never imports a built-in advisor.
+        ("advisorchain.chain", "advisorchain.advisors"),
+        ("advisorchain.chain", "advisorchain.client"),
         ("advisorchain.model", "advisorchain.tools"),
         ("advisorchain.advisors.api", "advisorchain.client"),
         ("advisorchain.advisors", "advisorchain.evaluation"),
@@ -217,3 +220,33 @@ def test_the_import_finder_sees_relative_and_absolute_test_imports() -> None:
         "tests.cli.conftest",
         "tests.support",
     }
+
+
+def private_imports(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
+    """(importer, module) for every import of another subpackage's private module: a module whose
+    last name starts with ``_`` inside a subpackage that the importer is not part of."""
+    found: list[tuple[str, str]] = []
+    for module, dependencies in sorted(graph.items()):
+        for dependency in sorted(dependencies):
+            parts = dependency.split(".")
+            if len(parts) < 3 or not parts[-1].startswith("_"):
+                continue
+            package = ".".join(parts[:-1])
+            if module != package and not module.startswith(package + "."):
+                found.append((module, dependency))
+    return found
+
+
+def test_no_module_imports_another_subpackages_private_module() -> None:
+    """What two subpackages share has a non-private name (``tools.callbacks``, ``models.clients``...)."""
+    assert private_imports(import_graph()) == []
+
+
+def test_the_private_import_finder_sees_one() -> None:
+    graph = {
+        "advisorchain.rag.embeddings": {"advisorchain.models._http", "advisorchain.rag._calls"},
+        "advisorchain.models.openai": {"advisorchain.models._http"},
+        "advisorchain.web.app": {"advisorchain._sync"},
+    }
+    assert private_imports(graph) == [("advisorchain.rag.embeddings", "advisorchain.models._http")]
+

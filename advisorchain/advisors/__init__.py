@@ -20,6 +20,7 @@ from .compaction import ContextCompactionAdvisor
 from .history import HistoryReplacement
 from .logging import SimpleLoggerAdvisor
 from .memory import MessageChatMemoryAdvisor
+from .prompt_cache import CacheReport, PromptCacheAdvisor
 from .request_retry import RequestRetryAdvisor
 from .safeguard import SafeGuardAdvisor
 from .structured_output import StructuredOutputValidationAdvisor
@@ -49,6 +50,8 @@ __all__ = [
     "ContextCompactionAdvisor",
     "HistoryReplacement",
     "RequestRetryAdvisor",
+    "PromptCacheAdvisor",
+    "CacheReport",
     "SafeGuardAdvisor",
     "SimpleLoggerAdvisor",
     "TodoReminderAdvisor",

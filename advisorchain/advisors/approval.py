@@ -1,12 +1,16 @@
 """Human approval in the tool loop: which calls of a round wait for a person, their decisions, the
 round a conversation waits on, and the loop's end while it waits.
 
-The ToolCallingAdvisor decides approvals; the ToolCallingManager never sees them. For each round
-the loop asks ``decide_round`` once: no call needs a decision (the round runs as the model sent
+The ToolCallingAdvisor decides approvals through one ``Approvals`` object per loop, with three entry
+points: ``waiting`` (at the loop's start: the round the conversation waits on, with the request's
+decisions), ``decide`` (a round's decisions) and ``run`` (a decided round through the manager);
+``ending`` is the loop's answer while calls wait. The ToolCallingManager never sees approvals, and
+approvals never read memory: the loop hands them the stored conversation when they need it. For each
+round the loop asks ``decide`` once: no call needs a decision (the round runs as the model sent
 it), every call that needs one has it (given by a resuming request, or asked of the manager's
 ``approver``), or some wait (the loop ends with ``approvalRequired``). A decided round reaches the
 manager as a response holding only the calls that run, with their replaced arguments;
-``merged_result`` then rebuilds the history with the model's own assistant message and one
+``run`` then rebuilds the history with the model's own assistant message and one
 response per call, in call order (a denied call answers the denial text).
 """
 
@@ -18,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from .._tool_types import EMPTY_REGISTRY, ToolContext
+from ..chain.vocabulary import AdvisorParams
 from ..errors import ChainConfigurationError
 from ..messages import AssistantMessage, Message, SystemMessage, ToolCall, ToolResponse, ToolResponseMessage
 from ..model import ChatClientRequest, ChatClientResponse, ChatResponse, FinishReason, Generation, Prompt
@@ -30,21 +35,9 @@ from ..tools.approvals import (
     denial_text,
     requires_approval,
 )
-from ..tools.manager import ToolCallingManager, ToolExecutionResult
-from .vocabulary import AdvisorParams, MemoryAdvisor
+from ..tools.manager import ToolCallingManager, ToolCallingManagerProtocol, ToolExecutionResult
 
-__all__ = [
-    "Pending",
-    "decide_round",
-    "given_decisions",
-    "has_decisions_to_make",
-    "may_be_waiting",
-    "model_history",
-    "merged_result",
-    "round_to_run",
-    "waiting_response",
-    "waiting_round",
-]
+__all__ = ["Approvals", "Pending", "Waiting", "tool_call_message"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,14 +55,14 @@ def tool_call_message(chat: ChatResponse) -> AssistantMessage | None:
     return None
 
 
-def given_decisions(request: ChatClientRequest) -> dict[str, Decision] | None:
+def _given_decisions(request: ChatClientRequest) -> dict[str, Decision] | None:
     """The request's ``tool_approvals`` (by call id), or None when it gives none."""
     given = request.context.get(AdvisorParams.TOOL_APPROVALS)
     return None if given is None else as_decisions(given)
 
 
-def has_decisions_to_make(prompt: Prompt, chat: ChatResponse, given: Mapping[str, Decision] | None) -> bool:
-    """Whether ``decide_round`` has anything to decide: decisions were given, or a call of the
+def _has_decisions_to_make(prompt: Prompt, chat: ChatResponse, given: Mapping[str, Decision] | None) -> bool:
+    """Whether ``_decide_round`` has anything to decide: decisions were given, or a call of the
     round is of a tool that requires approval (else the round runs as the model sent it)."""
     if given:
         return True
@@ -83,8 +76,8 @@ def has_decisions_to_make(prompt: Prompt, chat: ChatResponse, given: Mapping[str
     return any(requires_approval(registry.get(c.name)) for c in message.tool_calls)
 
 
-def may_be_waiting(request: ChatClientRequest) -> bool:
-    """False when ``waiting_round`` cannot find a round that waits (no decisions given, the prompt
+def _may_be_waiting(request: ChatClientRequest) -> bool:
+    """False when ``_waiting_round`` cannot find a round that waits (no decisions given, the prompt
     does not end with a tool-call message, and it has a user message): the common request,
     answered without the walk."""
     if AdvisorParams.TOOL_APPROVALS in request.context:
@@ -96,7 +89,7 @@ def may_be_waiting(request: ChatClientRequest) -> bool:
     return request.prompt.last_user_message is None
 
 
-async def decide_round(
+async def _decide_round(
     manager: object, prompt: Prompt, chat: ChatResponse, given: Mapping[str, Decision] | None = None
 ) -> dict[str, Decision] | Pending | None:
     """The round's decisions by call id; ``Pending`` when calls wait for a person; None when no
@@ -136,7 +129,7 @@ async def decide_round(
     return Pending(tuple(undecided))
 
 
-def round_to_run(chat: ChatResponse, decisions: Mapping[str, Decision]) -> ChatResponse | None:
+def _round_to_run(chat: ChatResponse, decisions: Mapping[str, Decision]) -> ChatResponse | None:
     """What the manager is given for a decided round: a response holding only the calls that run,
     in call order, each with its approved arguments; None when every call was denied."""
     message = tool_call_message(chat)
@@ -155,7 +148,7 @@ def round_to_run(chat: ChatResponse, decisions: Mapping[str, Decision]) -> ChatR
     return ChatResponse((Generation(output, FinishReason.TOOL_CALLS),), chat.metadata)
 
 
-def merged_result(
+def _merged_result(
     before: Sequence[Message],
     chat: ChatResponse,
     decisions: Mapping[str, Decision],
@@ -192,7 +185,7 @@ def merged_result(
     )
 
 
-def waiting_response(
+def _waiting_response(
     response: ChatClientResponse, chat: ChatResponse, pending: Pending, history: Sequence[Message]
 ) -> ChatClientResponse:
     """The loop's end while calls wait for a decision: the model's tool-call message with finish
@@ -211,46 +204,129 @@ def waiting_response(
     return ChatClientResponse(waiting, context)
 
 
-async def model_history(
-    request: ChatClientRequest, inner: Sequence[object], history: Sequence[Message], chat: ChatResponse
+def _model_history(
+    history: Sequence[Message], chat: ChatResponse, stored: Sequence[Message] | None
 ) -> tuple[Message, ...]:
     """The history a waiting round reports: the loop's own, or — with memory inside the loop, whose
-    stored conversation the model saw but the loop does not hold — the prompt's system messages, that
-    conversation and the loop's messages of this turn (each once: what the memory already stored of
-    the turn is not repeated), without the waiting message, which follows it in the response."""
-    memory = next((a for a in inner if isinstance(a, MemoryAdvisor)), None)
-    if memory is None:
+    stored conversation (``stored``) the model saw but the loop does not hold — the prompt's system
+    messages, that conversation and the loop's messages of this turn (each once: what the memory
+    already stored of the turn is not repeated), without the waiting message, which follows it in
+    the response."""
+    if stored is None:
         return tuple(history)
-    stored = list(await memory.conversation_history(request))
+    kept = list(stored)
     message = tool_call_message(chat)
-    tail = stored[-1] if stored else None
+    tail = kept[-1] if kept else None
     if isinstance(tail, AssistantMessage) and message is not None and tail.tool_calls == message.tool_calls:
-        stored.pop()
+        kept.pop()
     systems = [m for m in history if isinstance(m, SystemMessage)]
     turn = [m for m in history if not isinstance(m, SystemMessage)]
-    shared = next(
-        k for k in range(min(len(stored), len(turn)), -1, -1) if stored[len(stored) - k :] == turn[:k]
-    )
-    return (*systems, *(m for m in stored if not isinstance(m, SystemMessage)), *turn[shared:])
+    shared = next(k for k in range(min(len(kept), len(turn)), -1, -1) if kept[len(kept) - k :] == turn[:k])
+    return (*systems, *(m for m in kept if not isinstance(m, SystemMessage)), *turn[shared:])
 
 
-async def waiting_round(
-    request: ChatClientRequest, inner: Sequence[object], *, wants: bool
+def _waiting_round(
+    request: ChatClientRequest, stored: Sequence[Message] | None
 ) -> tuple[AssistantMessage | None, tuple[Message, ...]]:
     """The assistant tool-call message a conversation ends with (unanswered), and the history
-    before it: from the request's prompt, or — with memory inside the loop, on a request with
-    decisions or without user text — from that memory's stored conversation."""
+    before it: from the request's prompt, or — with memory inside the loop — from that memory's
+    stored conversation (``stored``)."""
     instructions = tuple(request.prompt.instructions)
     last = instructions[-1] if instructions else None
     if isinstance(last, AssistantMessage) and last.tool_calls:
         return last, instructions[:-1]
-    if not wants and request.prompt.last_user_message is not None:
-        return None, ()
-    for advisor in inner:
-        if isinstance(advisor, MemoryAdvisor):
-            stored = tuple(await advisor.conversation_history(request))
-            tail = stored[-1] if stored else None
-            if isinstance(tail, AssistantMessage) and tail.tool_calls:
-                systems = tuple(m for m in instructions if isinstance(m, SystemMessage))
-                return tail, (*systems, *(m for m in stored[:-1] if not isinstance(m, SystemMessage)))
+    tail = stored[-1] if stored else None
+    if stored and isinstance(tail, AssistantMessage) and tail.tool_calls:
+        systems = tuple(m for m in instructions if isinstance(m, SystemMessage))
+        return tail, (*systems, *(m for m in stored[:-1] if not isinstance(m, SystemMessage)))
     return None, ()
+
+
+@dataclass(frozen=True, slots=True)
+class Waiting:
+    """The round a conversation waits on: its assistant tool-call message, as a response, the
+    history before it, and the request's decisions for it (None when the request gives none)."""
+
+    chat: ChatResponse
+    history: tuple[Message, ...]
+    given: dict[str, Decision] | None
+
+
+class Approvals:
+    """The approvals of one tool loop (see the module docstring): ``waiting``, ``decide``, ``run``,
+    and the loop's ``ending`` while calls wait."""
+
+    __slots__ = ("manager",)
+
+    def __init__(self, manager: ToolCallingManagerProtocol) -> None:
+        self.manager = manager
+
+    @staticmethod
+    def may_be_waiting(request: ChatClientRequest) -> bool:
+        """False when no round can be waiting at the start of ``request`` (the common request:
+        then ``waiting`` need not be asked)."""
+        return _may_be_waiting(request)
+
+    @staticmethod
+    def needs_stored(request: ChatClientRequest) -> bool:
+        """Whether ``waiting`` needs the stored conversation of a memory inside the loop: the
+        prompt does not end with the waiting message, and decisions were given or no user text."""
+        instructions = request.prompt.instructions
+        last = instructions[-1] if instructions else None
+        if isinstance(last, AssistantMessage) and last.tool_calls:
+            return False
+        return AdvisorParams.TOOL_APPROVALS in request.context or request.prompt.last_user_message is None
+
+    def waiting(self, request: ChatClientRequest, stored: Sequence[Message] | None) -> Waiting | None:
+        """The round ``request``'s conversation waits on, with the request's decisions; None when
+        nothing waits. Decisions without a waiting round, or naming calls it does not have, raise
+        ``ChainConfigurationError``."""
+        given = _given_decisions(request)
+        message, history = _waiting_round(request, stored)
+        if message is None:
+            if given is not None:
+                raise ChainConfigurationError(
+                    "tool_approvals was given, but no round waits for approval: the conversation does "
+                    "not end with an assistant message asking for tools"
+                )
+            return None
+        unknown = sorted(set(given or ()) - {c.id for c in message.tool_calls})
+        if unknown:
+            raise ChainConfigurationError(
+                f"tool_approvals names tool calls {unknown!r} that the waiting round does not have; "
+                f"it has {[c.id for c in message.tool_calls]!r}"
+            )
+        return Waiting(ChatResponse.of(message, FinishReason.TOOL_CALLS), history, given)
+
+    async def decide(
+        self, prompt: Prompt, chat: ChatResponse, given: Mapping[str, Decision] | None = None
+    ) -> dict[str, Decision] | Pending | None:
+        """The round's decisions by call id; ``Pending`` when calls wait for a person; None when no
+        call needs one and none was given (the round runs as the model sent it)."""
+        if not _has_decisions_to_make(prompt, chat, given):
+            return None
+        return await _decide_round(self.manager, prompt, chat, given)
+
+    async def run(
+        self, prompt: Prompt, chat: ChatResponse, decisions: Mapping[str, Decision] | None
+    ) -> ToolExecutionResult:
+        """The manager's result for the round: as it is when no call needed a decision; else the
+        manager runs only the calls that run, and the history is rebuilt around its responses."""
+        if decisions is None:
+            return await self.manager.execute_tool_calls(prompt, chat)
+        to_run = _round_to_run(chat, decisions)
+        result = None if to_run is None else await self.manager.execute_tool_calls(prompt, to_run)
+        return _merged_result(prompt.instructions, chat, decisions, result)
+
+    @staticmethod
+    def ending(
+        response: ChatClientResponse,
+        chat: ChatResponse,
+        pending: Pending,
+        history: Sequence[Message],
+        stored: Sequence[Message] | None = None,
+    ) -> ChatClientResponse:
+        """The loop's end while calls wait for a decision (finish reason ``approvalRequired``): the
+        history it reports is the loop's, or — with ``stored``, the conversation of a memory inside
+        the loop — that conversation with the turn's messages."""
+        return _waiting_response(response, chat, pending, _model_history(history, chat, stored))

@@ -6,16 +6,16 @@ from collections.abc import AsyncIterator
 from typing import Any, ClassVar, Literal, get_args
 
 from .._streams import closing, collect
-from ..errors import ChainConfigurationError
-from ..model import ChatClientMessageAggregator, ChatClientRequest, ChatClientResponse
-from .chain import (
+from ..chain import (
     CallAdvisorChain,
     StreamAdvisorChain,
     checked_request,
     checked_response,
     is_end_of_answer,
 )
-from .vocabulary import DEFAULT_ORDER
+from ..chain.vocabulary import DEFAULT_ORDER
+from ..errors import ChainConfigurationError
+from ..model import ChatClientMessageAggregator, ChatClientRequest, ChatClientResponse
 
 __all__ = ["BaseAdvisor", "StreamMode"]
 

@@ -21,13 +21,14 @@ from .. import observability as obs
 from .._checks import check_int
 from .._streams import closing
 from .._tokens import estimate_tokens
+from ..chain import Advisor, CallAdvisorChain, StreamAdvisorChain, rebased
+from ..chain.vocabulary import COMPACTION_ORDER, AdvisorParams, MemoryAdvisor, check_order
 from ..errors import ChainConfigurationError, ContextLengthExceededError, ModelError
 from ..memory.api import conversation_id_of
 from ..messages import AssistantMessage, Message, SystemMessage, ToolResponseMessage, UserMessage
 from ..model import ChatClientRequest, ChatClientResponse, ChatModel, ChatOptions, ChatResponse, Prompt, Usage
-from .chain import Advisor, CallAdvisorChain, StreamAdvisorChain, rebased, run_meter, with_run_meter
 from .history import HistoryReplacement, replace_history, replacements_in
-from .vocabulary import COMPACTION_ORDER, AdvisorParams, MemoryAdvisor, check_order
+from .prompt_cache import PromptCacheAdvisor
 
 __all__ = ["ContextCompactionAdvisor", "is_summary"]
 
@@ -117,6 +118,12 @@ class ContextCompactionAdvisor:
         "{words} words, without a preamble."
     )
     """The summarizer's instruction (``{words}`` becomes the summary's length budget in words)."""
+
+    ALIGNED_INSTRUCTION_SUFFIX: ClassVar[str] = (
+        "\n\nSummarize the conversation above in this way. Answer with text only: do not call any tool."
+    )
+    """Ends the instruction of a cache-aligned summary request (one ``UserMessage`` after the
+    conversation's own prefix, API.md §21): the reply's text is the summary, its tool calls are ignored."""
 
     SUMMARY_SHARE: ClassVar[float] = 0.25
     """The part of ``max_tokens`` kept free for the summary when choosing what to summarize."""
@@ -317,7 +324,21 @@ class ContextCompactionAdvisor:
         transcript = "The conversation so far:\n\n" + _transcript(messages)
         summarizer = self.summarizer
         usage: Usage | None = None
-        if summarizer is None:
+        cache = _prompt_cache_of(chain) if summarizer is None else None
+        if cache is not None:
+            # Cache-aligned (API.md §21): the conversation's own prefix, marked as the cache advisor
+            # marks a call, with its tools, tool choice and cache key, then one instruction.
+            prefix = _through_last(request.prompt.instructions, messages)
+            aligned = cache.prepare(request.copy(prompt=request.prompt.copy(instructions=prefix)))
+            ask = UserMessage(instruction + self.ALIGNED_INSTRUCTION_SUFFIX)
+            options = aligned.prompt.options
+            prompt = Prompt(
+                (*aligned.prompt.instructions, ask), options.copy(output_schema=None) if options else None
+            )
+            context = {k: v for k, v in request.context.items() if k != AdvisorParams.OUTPUT_FORMAT}
+            chat = (await own_model_chain(chain).next_call(ChatClientRequest(prompt, context))).chat_response
+            usage = chat.metadata.usage if chat is not None else None
+        elif summarizer is None:
             prompt = Prompt(
                 (SystemMessage(instruction), UserMessage(transcript)), _without_tools(request.prompt.options)
             )
@@ -535,7 +556,27 @@ def _transcript(messages: Sequence[Message]) -> str:
     return "\n".join(lines)
 
 
+def _prompt_cache_of(chain: CallAdvisorChain | StreamAdvisorChain) -> PromptCacheAdvisor | None:
+    """The chain's PromptCacheAdvisor, or None."""
+    advisors = chain.call_advisors if isinstance(chain, CallAdvisorChain) else chain.stream_advisors
+    for advisor in advisors:
+        if isinstance(advisor, PromptCacheAdvisor):
+            return advisor
+    return None
+
+
+def _through_last(instructions: Sequence[Message], replaced: Sequence[Message]) -> tuple[Message, ...]:
+    """``instructions`` from the first message through the last of ``replaced`` (found by identity,
+    else by equality): the prefix a cache-aligned summary request sends."""
+    last = 0
+    wanted = {id(m) for m in replaced}
+    for i, message in enumerate(instructions):
+        if id(message) in wanted or any(message == r for r in replaced):
+            last = i
+    return tuple(instructions[: last + 1])
+
+
 def own_model_chain(chain: CallAdvisorChain | StreamAdvisorChain) -> CallAdvisorChain:
     """A call chain straight to ``chain``'s model, in the same run: the summary it writes counts
     in the run's usage and limits."""
-    return with_run_meter(CallAdvisorChain((), chain.model), run_meter(chain))
+    return CallAdvisorChain((), chain.model, run=chain.run)

@@ -23,8 +23,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..chain.vocabulary import AdvisorParams
 from ..messages import Message
-from .vocabulary import AdvisorParams
 
 __all__ = ["HistoryReplacement", "replace_history", "replacements_in"]
 

@@ -11,9 +11,9 @@ import logging
 from collections.abc import AsyncIterator, Callable
 
 from .._streams import tap
+from ..chain import CallAdvisorChain, StreamAdvisorChain
+from ..chain.vocabulary import DEFAULT_ORDER, check_order
 from ..model import ChatClientMessageAggregator, ChatClientRequest, ChatClientResponse
-from .chain import CallAdvisorChain, StreamAdvisorChain
-from .vocabulary import DEFAULT_ORDER, check_order
 
 __all__ = ["SimpleLoggerAdvisor"]
 

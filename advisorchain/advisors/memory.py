@@ -4,33 +4,33 @@ Outside the tool loop (the default order, before ``ToolCallingAdvisor``) it runs
 and stores the user message and the final answer together, once the answer is complete. Inside
 the loop (an order greater than the ToolCallingAdvisor's) it runs on every round and stores each
 round whole: the assistant tool-call message with its tool responses, then the final answer.
-``conversation_turns`` (which the ChatClient runs every request in) keeps turns on one
-conversation from interleaving. When an advisor inside the loop rewrote the history
-(``AdvisorParams.HISTORY_REPLACEMENTS``, e.g. a summary from ContextCompactionAdvisor), the
-rewrite is stored in place of what it replaced.
+``conversation_turns`` (which the ChatClient runs every request in, through ``open_run``) keeps
+turns on one conversation from interleaving; a turn's state lives in the request's run. When an
+advisor inside the loop rewrote the history (``AdvisorParams.HISTORY_REPLACEMENTS``, e.g. a
+summary from ContextCompactionAdvisor), the rewrite is stored in place of what it replaced.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextvars
 from collections.abc import AsyncIterator, Mapping, Sequence
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from .._cache_points import without_cache_points
 from .._checks import check_conversation_id
 from .._streams import closing
-from ..memory._lock import conversation_lock, lock_key
+from ..chain import CallAdvisorChain, Run, StreamAdvisorChain
+from ..chain.vocabulary import APPROVAL_REQUIRED, MEMORY_ORDER, AdvisorParams, MemoryAdvisor, check_order
 from ..memory.api import AtomicChatMemoryRepository, ChatMemory, conversation_id_of
+from ..memory.locks import conversation_lock, lock_key
 from ..memory.window import MessageWindowChatMemory, apply_window
 from ..messages import AssistantMessage, Message, SystemMessage, ToolResponseMessage, UserMessage
 from ..model import ChatClientMessageAggregator, ChatClientRequest, ChatClientResponse, ChatResponse
-from .chain import CallAdvisorChain, StreamAdvisorChain
 from .history import HistoryReplacement, replace_history, replacements_in
-from .vocabulary import APPROVAL_REQUIRED, MEMORY_ORDER, AdvisorParams, MemoryAdvisor, check_order
 
-__all__ = ["MessageChatMemoryAdvisor", "conversation_turns", "holds_turns"]
+__all__ = ["MessageChatMemoryAdvisor", "conversation_turns"]
 
 
 class MessageChatMemoryAdvisor(MemoryAdvisor):
@@ -81,13 +81,21 @@ class MessageChatMemoryAdvisor(MemoryAdvisor):
     def name(self) -> str:
         return "MessageChatMemoryAdvisor"
 
+    @classmethod
+    def open_run(
+        cls, advisors: Sequence[object], request: ChatClientRequest, run: Run
+    ) -> AbstractAsyncContextManager[ChatClientRequest]:
+        """Held around a whole run by the chain's runner: the conversations' turns (see
+        ``conversation_turns``)."""
+        return conversation_turns(advisors, request, run)
+
     async def conversation_history(self, request: ChatClientRequest) -> list[Message]:
         """The stored messages of the request's conversation (the tool loop reads a round that
         waits for approval from here when this advisor sits inside the loop)."""
         return await _get(self.chat_memory, self.conversation_of(request))
 
     async def advise_call(self, request: ChatClientRequest, chain: CallAdvisorChain) -> ChatClientResponse:
-        request, turn = await self._before(request)
+        request, turn = await self._before(request, chain.run)
         response = await chain.next_call(request)
         await self._after(turn, response.chat_response, response.context)
         return response
@@ -95,7 +103,7 @@ class MessageChatMemoryAdvisor(MemoryAdvisor):
     async def advise_stream(
         self, request: ChatClientRequest, chain: StreamAdvisorChain
     ) -> AsyncIterator[ChatClientResponse]:
-        request, turn = await self._before(request)
+        request, turn = await self._before(request, chain.run)
         chunks: list[ChatResponse] = []
         round_seen: object = None
         context: Mapping[str, Any] = {}
@@ -121,16 +129,12 @@ class MessageChatMemoryAdvisor(MemoryAdvisor):
 
     # -- one invocation ------------------------------------------------------------------------
 
-    async def _before(self, request: ChatClientRequest) -> tuple[ChatClientRequest, _Turn]:
+    async def _before(self, request: ChatClientRequest, run: Run) -> tuple[ChatClientRequest, _Turn]:
         conversation_id = self.conversation_of(request)
         iteration = request.context.get(AdvisorParams.TOOL_LOOP_ITERATION)
-        turns = _TURNS.get()
-        if turns is None:  # a chain run without a ChatClient: the task keeps the turn state
-            turns = {}
-            _TURNS.set(turns)
-        turn = turns.get(id(self))
-        if turn is None or turn.conversation_id != conversation_id:
-            turn = turns[id(self)] = _Turn(conversation_id)
+        turn = run.slot(self, lambda: _Turn(conversation_id))
+        if turn.conversation_id != conversation_id:
+            turn = run.put(self, _Turn(conversation_id))
         turn.inside = iteration is not None
         if iteration is None or iteration == 1 or turn.older is None:
             instructions = await self._first_round(request, turn)
@@ -232,49 +236,42 @@ class MessageChatMemoryAdvisor(MemoryAdvisor):
         return size if isinstance(size, int) and not isinstance(size, bool) and size > 0 else None
 
 
-def holds_turns(advisors: Sequence[object]) -> bool:
-    """True when ``conversation_turns`` has turns to hold for a chain of ``advisors`` (a memory
-    advisor among them): without one, a request runs as it is."""
-    return any(isinstance(a, MessageChatMemoryAdvisor) for a in advisors)
-
-
 @asynccontextmanager
 async def conversation_turns(
-    advisors: Sequence[object], request: ChatClientRequest
+    advisors: Sequence[object], request: ChatClientRequest, run: Run
 ) -> AsyncIterator[ChatClientRequest]:
     """Hold the turn of every conversation the memory advisors among ``advisors`` use for ``request``.
 
-    The ChatClient runs each request inside this: a second request on a conversation whose turn is
-    still running waits for it (across processes too, when the memory's repository can lock), so
-    turns never interleave; an error or cancellation releases the turn. Yields the request to run.
+    The ChatClient runs each request inside this (``MessageChatMemoryAdvisor.open_run``): a second
+    request on a conversation whose turn is still running waits for it (across processes too, when
+    the memory's repository can lock), so turns never interleave; an error or cancellation releases
+    the turn. The turns live in ``run`` (one slot per advisor). Yields the request to run.
     """
     memories = [a for a in advisors if isinstance(a, MessageChatMemoryAdvisor)]
     if not memories:
         yield request
         return
-    turns = {id(a): _Turn(a.conversation_of(request)) for a in memories}
+    turns = {id(a): run.put(a, _Turn(a.conversation_of(request))) for a in memories}
     locks = {lock_key(a.chat_memory, turns[id(a)].conversation_id): a for a in memories}
-    outer = _TURNS.get()
+    # The turns the runs around this one hold (a tool of theirs made this request): not waited for.
+    held: frozenset[object] = frozenset().union(
+        *(r.slot(_HELD_LOCKS, set) for r in run.enclosing() if r is not run)
+    )
     async with AsyncExitStack() as stack:
         for key in sorted(locks):  # one global order: two requests never wait on each other
             advisor = locks[key]
             await stack.enter_async_context(
-                conversation_lock(advisor.chat_memory, turns[id(advisor)].conversation_id)
+                conversation_lock(advisor.chat_memory, turns[id(advisor)].conversation_id, held)
             )
-        _TURNS.set(turns)
-        try:
-            yield request
-            for advisor in memories:
-                await advisor._finish(turns[id(advisor)])
-        finally:
-            _TURNS.set(outer)  # not reset(): a stream's steps may each run in their own context
+        held_here: set[object] = run.slot(_HELD_LOCKS, set)
+        held_here.update(locks)
+        yield request
+        for advisor in memories:
+            await advisor._finish(turns[id(advisor)])
 
 
-_TURNS: contextvars.ContextVar[dict[int, _Turn] | None] = contextvars.ContextVar(
-    "advisorchain_memory_turns", default=None
-)
-"""Per memory advisor (by id), the state of the turn in progress: kept out of the request context,
-which may be serialised (durable runs), and shared by every round of the turn."""
+_HELD_LOCKS = object()
+"""The run slot holding the turn-lock keys (``lock_key``) the run holds."""
 
 
 @dataclass(eq=False)
@@ -416,6 +413,15 @@ async def _rewrite(
     equality) and ``messages`` appended: one atomic update on a window memory whose repository can
     update; otherwise read, ``clear`` and ``add`` (the turn lock keeps other turns out)."""
 
+    # Memory never stores a cache point (API.md §21): found and stored without them.
+    replacements = [
+        HistoryReplacement(
+            tuple(without_cache_points(r.replaced)), tuple(without_cache_points(r.replacement))
+        )
+        for r in replacements
+    ]
+    messages = without_cache_points(messages)
+
     def change(stored: Sequence[Message]) -> list[Message]:
         return [*replace_history(stored, replacements), *messages]
 
@@ -438,6 +444,7 @@ async def _rewrite(
 
 
 async def _add(memory: ChatMemory, conversation_id: str, messages: list[Message]) -> None:
+    messages = without_cache_points(messages)  # memory never stores a cache point (API.md §21)
     aadd = getattr(memory, "aadd", None)
     if aadd is not None:
         await aadd(conversation_id, messages)

@@ -15,10 +15,10 @@ from typing import ClassVar, TypeAlias
 from .. import observability as obs
 from .._checks import check_int
 from .._streams import closing
+from ..chain import CallAdvisorChain, StreamAdvisorChain
+from ..chain.vocabulary import REQUEST_RETRY_ORDER, check_order
 from ..errors import ChainConfigurationError, ModelError
 from ..model import ChatClientRequest, ChatClientResponse
-from .chain import CallAdvisorChain, StreamAdvisorChain
-from .vocabulary import REQUEST_RETRY_ORDER, check_order
 
 __all__ = ["RequestModifier", "RequestRetryAdvisor", "RetryOn"]
 

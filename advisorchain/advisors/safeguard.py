@@ -6,10 +6,10 @@ from __future__ import annotations
 import re
 from collections.abc import AsyncIterator, Sequence
 
+from ..chain import CallAdvisorChain, StreamAdvisorChain
+from ..chain.vocabulary import DEFAULT_ORDER, check_order
 from ..messages import AssistantMessage
 from ..model import ChatClientRequest, ChatClientResponse, ChatResponse
-from .chain import CallAdvisorChain, StreamAdvisorChain
-from .vocabulary import DEFAULT_ORDER, check_order
 
 __all__ = ["SafeGuardAdvisor"]
 

@@ -17,6 +17,8 @@ import jsonschema.validators
 import referencing.exceptions
 
 from .._checks import check_int
+from ..chain import CallAdvisorChain, StreamAdvisorChain
+from ..chain.vocabulary import STRUCTURED_OUTPUT_ORDER, check_order
 from ..errors import ChainConfigurationError, StructuredOutputValidationError
 from ..model import ChatClientRequest, ChatClientResponse, ChatResponse, with_total_usage
 from ..output import (
@@ -27,9 +29,7 @@ from ..output import (
     extract_json,
     join_errors,
 )
-from ._attempts import Attempt, buffered_attempt, call_attempt, release_buffered, usage_of
-from .chain import CallAdvisorChain, StreamAdvisorChain
-from .vocabulary import STRUCTURED_OUTPUT_ORDER, check_order
+from .attempts import Attempt, buffered_attempt, call_attempt, release_buffered, usage_of
 
 __all__ = ["StructuredOutputValidationAdvisor"]
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from .._checks import check_int
 from .._tool_types import ToolContext
+from ..chain import CallAdvisorChain, StreamAdvisorChain
+from ..chain.vocabulary import REMINDER_ORDER, check_order
 from ..memory.api import ChatMemory, conversation_id_of
 from ..messages import ToolResponseMessage
 from ..model import ChatClientRequest
 from .base import BaseAdvisor
-from .chain import CallAdvisorChain, StreamAdvisorChain
-from .vocabulary import REMINDER_ORDER, check_order
 
 __all__ = ["TodoReminderAdvisor"]
 

@@ -15,8 +15,11 @@ from dataclasses import dataclass, field
 from typing import ClassVar, Literal
 
 from .._checks import check_int
-from .._run_meter import RunMeter, limit_ending
+from .._run_meter import limit_ending
 from .._streams import closing
+from ..chain import CallAdvisorChain, Run, StreamAdvisorChain, checked_request, checked_response
+from ..chain.events import RoundFinished, RoundStarted, ToolCallFinished, ToolCallStarted
+from ..chain.vocabulary import TOOL_CALLING_ORDER, AdvisorParams, MemoryAdvisor, ToolAdvisor, check_order
 from ..errors import (
     ChainConfigurationError,
     MaxIterationsExceeded,
@@ -38,10 +41,8 @@ from ..model import (
 )
 from ..tools.approvals import Decision, Denied
 from ..tools.manager import NOT_EXECUTED, ToolCallingManager, ToolCallingManagerProtocol, ToolExecutionResult
-from . import approval
-from .chain import CallAdvisorChain, StreamAdvisorChain, checked_request, checked_response, run_meter
+from .approval import Approvals, Pending, tool_call_message
 from .history import HistoryReplacement, replace_history, replacements_in
-from .vocabulary import TOOL_CALLING_ORDER, AdvisorParams, ToolAdvisor, check_order
 
 __all__ = ["ToolCallingAdvisor"]
 
@@ -61,8 +62,9 @@ class _Loop:
     usages: list[Usage | None] = field(default_factory=list)
     malformed_rounds: int = 0
     replacements: list[HistoryReplacement] = field(default_factory=list)
-    meter: RunMeter | None = None
+    run: Run = field(default_factory=Run)
     inner: Sequence[object] = ()  # the advisors inside the loop (a memory there holds history too)
+    approvals: Approvals = field(default_factory=lambda: Approvals(ToolCallingManager()))
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,13 +122,10 @@ class ToolCallingAdvisor(ToolAdvisor):
     async def advise_call(self, request: ChatClientRequest, chain: CallAdvisorChain) -> ChatClientResponse:
         request = await self._initialize(request, chain)
         inner = chain.copy(self)
-        loop = _Loop(meter=run_meter(chain), inner=inner.call_advisors)
+        approvals = Approvals(self.tool_calling_manager)
+        loop = _Loop(run=chain.run, inner=inner.call_advisors, approvals=approvals)
         try:
-            resumed = (
-                await self._resume(loop, request, inner.call_advisors)
-                if approval.may_be_waiting(request)
-                else None
-            )
+            resumed = await self._resume(loop, request) if Approvals.may_be_waiting(request) else None
             if isinstance(resumed, _Stop):
                 return await self._finalize(resumed.response, chain)
             request = resumed or request
@@ -145,13 +144,11 @@ class ToolCallingAdvisor(ToolAdvisor):
     ) -> AsyncIterator[ChatClientResponse]:
         request = await self._initialize(request, chain)
         inner = chain.copy(self)
-        loop = _Loop(meter=run_meter(chain), inner=inner.stream_advisors)
+        loop = _Loop(
+            run=chain.run, inner=inner.stream_advisors, approvals=Approvals(self.tool_calling_manager)
+        )
         try:
-            resumed = (
-                await self._resume(loop, request, inner.stream_advisors)
-                if approval.may_be_waiting(request)
-                else None
-            )
+            resumed = await self._resume(loop, request) if Approvals.may_be_waiting(request) else None
         except UsageLimitExceeded as exc:
             resumed = _usage_stop(exc, loop, request)
         if isinstance(resumed, _Stop):
@@ -218,6 +215,8 @@ class ToolCallingAdvisor(ToolAdvisor):
         self, loop: _Loop, request: ChatClientRequest, response: ChatClientResponse
     ) -> ChatClientRequest | _Stop:
         loop.iteration += 1
+        if loop.run.listener is not None:
+            loop.run.emit(RoundFinished(loop.run.id, loop.iteration, _agent(request)))
         chat = response.chat_response
         loop.usages.append(chat.metadata.usage if chat is not None else None)
         if not self.tool_execution_eligibility_checker(chat):
@@ -228,12 +227,11 @@ class ToolCallingAdvisor(ToolAdvisor):
             )
         self._check_iterations(loop, chat)
         prompt = self._manager_prompt(loop, request)
-        decided = None
-        if approval.has_decisions_to_make(prompt, chat, None):
-            decided = await approval.decide_round(self.tool_calling_manager, prompt, chat)
-        if isinstance(decided, approval.Pending):
-            history = await approval.model_history(request, loop.inner, prompt.instructions, chat)
-            return self._waiting(loop, response, chat, decided, history)
+        decided = await loop.approvals.decide(prompt, chat)
+        if isinstance(decided, Pending):
+            stored = await _stored(loop, request)
+            waiting = Approvals.ending(response, chat, decided, prompt.instructions, stored)
+            return _Stop(with_total_usage(waiting, loop.usages), synthetic=True, approval=True)
         return await self._execute(loop, request, response, chat, prompt, decided)
 
     async def _execute(
@@ -247,15 +245,19 @@ class ToolCallingAdvisor(ToolAdvisor):
     ) -> ChatClientRequest | _Stop:
         """Run the round's tool calls (the decided ones, when approvals were needed); the next
         round's request, or the loop's end."""
-        meter = loop.meter
-        ran = len(_calls_that_ran(chat, decisions)) if meter is not None else 0
-        if meter is not None and meter.limits is not None:
-            meter.before_tool_calls(ran)  # the run's tool_calls_limit: the round runs whole or not at all
+        run = loop.run
+        meter = run.meter
+        ran = len(_calls_that_ran(chat, decisions))
+        meter.before_tool_calls(ran)  # the run's tool_calls_limit: the round runs whole or not at all
         try:
-            result = await self._run_round(prompt, chat, decisions)
+            if run.gated:  # what must pass before any tool of the run runs (input guards)
+                await run.wait_gates()
+            if run.listener is not None:
+                _emit_calls(run, request, _calls_that_ran(chat, decisions))
+            with run.active():  # tools (and requests they make) find their run
+                result = await loop.approvals.run(prompt, chat, decisions)
         except ToolCallLimitExceeded as exc:
-            if meter is not None:
-                meter.ran_tool_calls(_executed_before_limit(exc, ran))
+            meter.ran_tool_calls(_executed_before_limit(exc, ran))
             limited = ChatResponse.of(
                 AssistantMessage(f"I stopped calling tools: {exc}."),
                 FinishReason.TOOL_CALL_LIMIT_EXCEEDED,
@@ -263,8 +265,9 @@ class ToolCallingAdvisor(ToolAdvisor):
                 model=chat.metadata.model,
             )
             return _Stop(with_total_usage(response, loop.usages, limited), synthetic=True)
-        if meter is not None:
-            meter.ran_tool_calls(ran)
+        meter.ran_tool_calls(ran)
+        if run.listener is not None:
+            _emit_results(run, request, chat, result)
         self._check_malformed(loop, chat, decisions, result)
         loop.history = result.conversation_history
         if result.return_direct:
@@ -294,57 +297,22 @@ class ToolCallingAdvisor(ToolAdvisor):
             )
         return tuple(messages)
 
-    async def _run_round(
-        self, prompt: Prompt, chat: ChatResponse, decisions: Mapping[str, Decision] | None
-    ) -> ToolExecutionResult:
-        """The manager's result for the round: as it is when no call needed a decision; else the
-        manager runs only the calls that run, and the history is rebuilt around its responses."""
-        manager = self.tool_calling_manager
-        if decisions is None:
-            return await manager.execute_tool_calls(prompt, chat)
-        to_run = approval.round_to_run(chat, decisions)
-        result = None if to_run is None else await manager.execute_tool_calls(prompt, to_run)
-        return approval.merged_result(prompt.instructions, chat, decisions, result)
-
-    def _waiting(
-        self,
-        loop: _Loop,
-        response: ChatClientResponse,
-        chat: ChatResponse,
-        pending: approval.Pending,
-        history: Sequence[Message],
-    ) -> _Stop:
-        """The loop's end while calls wait for a person's decision (finish reason APPROVAL_REQUIRED)."""
-        waiting = approval.waiting_response(response, chat, pending, history)
-        return _Stop(with_total_usage(waiting, loop.usages), synthetic=True, approval=True)
-
-    async def _resume(
-        self, loop: _Loop, request: ChatClientRequest, inner: Sequence[object]
-    ) -> ChatClientRequest | _Stop | None:
+    async def _resume(self, loop: _Loop, request: ChatClientRequest) -> ChatClientRequest | _Stop | None:
         """A round waiting for approval at the end of the conversation: run it with the request's
         decisions (the next request), or end again with APPROVAL_REQUIRED when it has none; None
         when nothing waits."""
-        given = approval.given_decisions(request)
-        waiting, history = await approval.waiting_round(request, inner, wants=given is not None)
+        approvals = loop.approvals
+        stored = await _stored(loop, request) if Approvals.needs_stored(request) else None
+        waiting = approvals.waiting(request, stored)
         if waiting is None:
-            if given is not None:
-                raise ChainConfigurationError(
-                    "tool_approvals was given, but no round waits for approval: the conversation does "
-                    "not end with an assistant message asking for tools"
-                )
             return None
-        unknown = sorted(set(given or ()) - {c.id for c in waiting.tool_calls})
-        if unknown:
-            raise ChainConfigurationError(
-                f"tool_approvals names tool calls {unknown!r} that the waiting round does not have; "
-                f"it has {[c.id for c in waiting.tool_calls]!r}"
-            )
-        chat = ChatResponse.of(waiting, FinishReason.TOOL_CALLS)
+        chat, history = waiting.chat, waiting.history
         prompt = request.prompt.copy(instructions=history)
         response = ChatClientResponse(chat, request.context)
-        decided = await approval.decide_round(self.tool_calling_manager, prompt, chat, given)
-        if isinstance(decided, approval.Pending):
-            return self._waiting(loop, response, chat, decided, history)
+        decided = await approvals.decide(prompt, chat, waiting.given)
+        if isinstance(decided, Pending):
+            ending = Approvals.ending(response, chat, decided, history)
+            return _Stop(with_total_usage(ending, loop.usages), synthetic=True, approval=True)
         step = await self._execute(loop, request.copy(prompt=prompt), response, chat, prompt, decided)
         resumed = {AdvisorParams.RESUMED_TOOL_RESPONSES: loop.history[-1] if loop.history else None}
         if isinstance(step, _Stop):
@@ -415,6 +383,8 @@ class ToolCallingAdvisor(ToolAdvisor):
         """The round's request after ``do_before_call``, its context naming the round."""
         if _overrides(type(self), "do_before_call"):
             request = checked_request(await self.do_before_call(request, chain), self, "do_before_call")
+        if loop.run.listener is not None:
+            loop.run.emit(RoundStarted(loop.run.id, loop.iteration + 1, _agent(request)))
         return request.copy(
             context={**request.context, AdvisorParams.TOOL_LOOP_ITERATION: loop.iteration + 1}
         )
@@ -489,7 +459,7 @@ def _usage_stop(
 ) -> _Stop:
     """The loop's end on a usage limit of the run whose limits say ``on_exceeded="finish"`` (one
     answer saying which limit was hit, like a tool-call limit); otherwise ``error`` propagates."""
-    ending = limit_ending(error, loop.meter, after_text=after_text)
+    ending = limit_ending(error, loop.run.meter, after_text=after_text)
     if ending is None:
         raise error
     return _Stop(ChatClientResponse(ending, request.context), synthetic=True)
@@ -505,6 +475,41 @@ def _executed_before_limit(error: ToolCallLimitExceeded, handed: int) -> int:
         return 0
     skipped = sum(1 for r in last.responses if r.response_data.startswith(NOT_EXECUTED))
     return max(0, min(handed, len(last.responses) - skipped))
+
+
+async def _stored(loop: _Loop, request: ChatClientRequest) -> list[Message] | None:
+    """The conversation a memory advisor inside the loop holds for ``request`` (None without one):
+    what approvals read a waiting round and report the history from."""
+    memory = next((a for a in loop.inner if isinstance(a, MemoryAdvisor)), None)
+    return None if memory is None else list(await memory.conversation_history(request))
+
+
+def _agent(request: ChatClientRequest) -> str | None:
+    agent = request.context.get(AdvisorParams.ACTIVE_AGENT)
+    return agent if isinstance(agent, str) else None
+
+
+def _emit_calls(run: Run, request: ChatClientRequest, calls: Sequence[ToolCall]) -> None:
+    agent = _agent(request)
+    for call in calls:
+        run.emit(ToolCallStarted(run.id, call, agent))
+
+
+def _emit_results(
+    run: Run, request: ChatClientRequest, chat: ChatResponse, result: ToolExecutionResult
+) -> None:
+    """A ToolCallFinished for each call of the round, with the response the model is sent."""
+    history = result.conversation_history
+    last = history[-1] if history else None
+    message = tool_call_message(chat)
+    if not isinstance(last, ToolResponseMessage) or message is None:
+        return
+    calls = {c.id: c for c in message.tool_calls}
+    agent = _agent(request)
+    for response in last.responses:
+        call = calls.get(response.id)
+        if call is not None:
+            run.emit(ToolCallFinished(run.id, call, response.response_data, agent))
 
 
 def _overrides(cls: type, hook: str) -> bool:
@@ -571,7 +576,7 @@ def _unstreamed_text_only(final: ChatClientResponse, held: list[ChatClientRespon
 
 
 def _calls_that_ran(chat: ChatResponse, decisions: Mapping[str, Decision] | None) -> tuple[ToolCall, ...]:
-    message = approval.tool_call_message(chat)
+    message = tool_call_message(chat)
     if message is None:
         return ()
     if not decisions:

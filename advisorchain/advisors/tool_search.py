@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._checks import check_int
+from ..chain import CallAdvisorChain, StreamAdvisorChain
 from ..model import ChatClientRequest, ChatOptions, Prompt
-from ..tools._callbacks import ParsedTool
 from ..tools.api import ToolCallback, ToolContext, ToolDefinition
-from .chain import CallAdvisorChain, StreamAdvisorChain
+from ..tools.callbacks import ParsedTool
 from .tool_calling import ToolCallingAdvisor
 
 __all__ = ["ToolIndex", "ToolSearchToolCallingAdvisor"]

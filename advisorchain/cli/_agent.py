@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._streams import closing
-from ..advisors.vocabulary import AdvisorParams
+from ..chain.vocabulary import AdvisorParams
 from ..client import ChatClient
 from ..errors import AdvisorChainError, ModelError, UsageLimitExceeded
 from ..memory import ChatMemory, ChatMemoryDecodeError, ChatMemoryRepository
@@ -80,6 +80,7 @@ class Agent:
     repository: ChatMemoryRepository
     knowledge: Any = None
     limits: UsageLimits | None = None
+    cache: bool = False
     memory: ChatMemory = field(init=False)
 
     def __post_init__(self) -> None:
@@ -111,6 +112,7 @@ class Agent:
             self.manager,
             self.knowledge,
             self.limits,
+            cache=self.cache,
         )
 
 
@@ -122,14 +124,19 @@ def agent_client(
     manager: Any,
     knowledge: Any = None,
     limits: UsageLimits | None = None,
+    *,
+    cache: bool = False,
 ) -> ChatClient:
     """The agent every command runs (chat, demo, eval, web): memory outside the tool loop (a
     cancelled or failed turn stores nothing), the tool loop with ``manager``, the tools, the system
     text, ``knowledge`` (``--knowledge``: a QuestionAnswerAdvisor, inside memory, outside the loop) and
-    what each answer may spend (``--max-cost``, ``--max-requests``)."""
-    from ..advisors import MessageChatMemoryAdvisor, ToolCallingAdvisor
+    what each answer may spend (``--max-cost``, ``--max-requests``); ``cache`` (``--cache``): a
+    PromptCacheAdvisor with its defaults."""
+    from ..advisors import MessageChatMemoryAdvisor, PromptCacheAdvisor, ToolCallingAdvisor
 
     advisors: list[Any] = [MessageChatMemoryAdvisor(memory), ToolCallingAdvisor(manager)]
+    if cache:
+        advisors.append(PromptCacheAdvisor())
     return ChatClient(
         model,
         default_system=system,
@@ -158,7 +165,9 @@ async def open_agent(
     refuse_unpriced_cost_limit(options.budget, model.model)
     knowledge = open_knowledge_advisor(options.knowledge, stack)
     manager = ToolCallingManager(approver=approver(display, options.approve_all, stdin_is_terminal(), read))
-    agent = Agent(model, options.system, [], manager, repository, knowledge, options.budget.limits())
+    agent = Agent(
+        model, options.system, [], manager, repository, knowledge, options.budget.limits(), options.cache
+    )
     stack.push_async_callback(agent.aclose)
     entered = [await stack.enter_async_context(server) for server in servers]
     agent.tools = [ShownTool(cb, display, capture=capture) for cb in tool_callbacks(*agent_tools, *entered)]

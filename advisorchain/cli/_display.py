@@ -20,7 +20,7 @@ from ..messages import ToolCall
 from ..observability import TOOL_CALL_ARGUMENTS as ARGUMENTS
 from ..observability import TOOL_CALL_RESULT as RESULT
 from ..tools import Approved, Denied, ToolCallback, ToolContext
-from ..tools._callbacks import WrappedTool
+from ..tools.callbacks import WrappedTool
 from ..usage import RunUsage, Usage
 
 __all__ = [
@@ -341,13 +341,18 @@ def elapsed_ms(start: float) -> float:
 
 def usage_line(run: RunUsage | Usage) -> str:
     """What an answer used, for the line under it: ``tokens 350 in / 40 out · cost $0.00043``
-    (``cost n/a`` when a model could not be priced); a run's model calls when there were several."""
+    (``cost n/a`` when a model could not be priced); ``· 91% cached`` after the tokens when the run
+    read or wrote cache tokens (its cache-read tokens over its prompt tokens, a whole percent rounded
+    down); a run's model calls when there were several."""
     usage = run.usage if isinstance(run, RunUsage) else run
     cost = "n/a" if usage.cost is None else f"${usage.cost:f}"
     if usage.total_tokens == 0 and usage.cost is None:  # the model reported no usage
         tokens = "tokens n/a"
     else:
         tokens = f"tokens {usage.prompt_tokens:,} in / {usage.completion_tokens:,} out"
+        if usage.cache_read_tokens or usage.cache_write_tokens:  # the run used a prompt cache (§21)
+            share = usage.cache_read_tokens * 100 // usage.prompt_tokens if usage.prompt_tokens else 0
+            tokens += f" · {share}% cached"
     line = f"{tokens} · cost {cost}"
     if isinstance(run, RunUsage) and run.requests > 1:
         line += f" · {run.requests} model calls"

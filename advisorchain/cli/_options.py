@@ -81,6 +81,8 @@ class AgentOptions:
     approve_all: bool
     knowledge: str | None = None
     budget: BudgetOptions = BudgetOptions()
+    cache: bool = False
+    """``--cache``: a PromptCacheAdvisor with its defaults (API.md §21)."""
 
 
 def _model_flags(default: str | None, help: str) -> list[Callable[[Any], Any]]:
@@ -120,6 +122,12 @@ _AGENT_FLAGS: list[Callable[[Any], Any]] = [
         metavar="URL",
         help="Answer from a knowledge base built by 'advisorchain index': sqlite:///kb.db or "
         "postgresql://… (the sources cited are shown under the answer).",
+    ),
+    click.option(
+        "--cache",
+        is_flag=True,
+        help="Ask the provider to cache the stable prefix of each request (a PromptCacheAdvisor); "
+        "the cached share is shown beside each answer's tokens.",
     ),
 ]
 

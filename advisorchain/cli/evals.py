@@ -155,6 +155,7 @@ def _agent(
     approve_all: bool,
     knowledge: Any = None,
     limits: UsageLimits | None = None,
+    cache: bool = False,
 ) -> ChatClient:
     """The agent ``chat`` builds, each case a conversation of its own; approvals granted with
     ``--yes``, else denied; ``knowledge``: the ``--knowledge`` advisor; each answer within ``limits``
@@ -164,7 +165,7 @@ def _agent(
 
     manager = ToolCallingManager(approver=(lambda call, context: True) if approve_all else _deny_without_yes)
     memory = MessageWindowChatMemory(InMemoryChatMemoryRepository(), max_messages=MAX_MESSAGES)
-    return agent_client(model, system, tools, memory, manager, knowledge, limits)
+    return agent_client(model, system, tools, memory, manager, knowledge, limits, cache=cache)
 
 
 # -- the command -------------------------------------------------------------------------------------
@@ -232,6 +233,7 @@ def eval_command(
     tools = load_tools(agent.tools)
     run = _Run(llm, agent.system, tools, servers, agent.approve_all, judge_model, agent.knowledge)
     run.limits = agent.budget.limits()
+    run.cache = agent.cache
     report = asyncio.run(run.evaluate(cases, evaluators, concurrency))
     report.print()
     if json_out is not None:
@@ -258,6 +260,7 @@ class _Run:
         self.model, self.system, self.tools, self.servers = model, system, tools, servers
         self.approve_all, self.judge, self.knowledge = approve_all, judge, knowledge
         self.limits: UsageLimits | None = None
+        self.cache = False
 
     async def evaluate(
         self, cases: list[Case], evaluators: list[EvaluatorLike], concurrency: int
@@ -269,5 +272,7 @@ class _Run:
             entered = [await stack.enter_async_context(server) for server in self.servers]
             knowledge = open_knowledge_advisor(self.knowledge, stack)
             tools = [*self.tools, *entered]
-            agent = _agent(self.model, self.system, tools, self.approve_all, knowledge, self.limits)
+            agent = _agent(
+                self.model, self.system, tools, self.approve_all, knowledge, self.limits, self.cache
+            )
             return await aevaluate_cases(agent, cases, evaluators, concurrency=concurrency, progress=True)

@@ -46,6 +46,7 @@ class WebSettings:
     approve_all: bool
     knowledge: str | None = None
     limits: UsageLimits | None = None
+    cache: bool = False
 
 
 def _agent(settings: WebSettings, mcp_tools: list[object], knowledge: Any = None) -> ChatClient:
@@ -58,7 +59,16 @@ def _agent(settings: WebSettings, mcp_tools: list[object], knowledge: Any = None
     manager = ToolCallingManager(approver=(lambda call, context: True) if settings.approve_all else None)
     memory = MessageWindowChatMemory(settings.repository, max_messages=MAX_MESSAGES)
     tools = [*settings.tools, *mcp_tools]
-    return agent_client(settings.model, settings.system, tools, memory, manager, knowledge, settings.limits)
+    return agent_client(
+        settings.model,
+        settings.system,
+        tools,
+        memory,
+        manager,
+        knowledge,
+        settings.limits,
+        cache=settings.cache,
+    )
 
 
 @click.command("web")
@@ -107,6 +117,7 @@ def web_command(agent: AgentOptions, host: str, port: int, debug: bool) -> int:
         agent.approve_all,
         agent.knowledge,
         agent.budget.limits(),
+        agent.cache,
     )
     try:
         asyncio.run(_serve(settings, sock, host, debug))

@@ -19,7 +19,7 @@ from pydantic import TypeAdapter
 from typing_extensions import TypeVar
 
 from .._checks import check_conversation_id
-from .._run_meter import RUN_METER, RunMeter
+from .._run_meter import RunMeter
 from ..advisors import AdvisorParams, ToolCallingAdvisor
 from ..advisors.api import CallAdvisorChain, ChatClientRequest, ChatClientResponse, Ordered
 from ..client import ChatClient, ChatClientRequestSpec
@@ -29,9 +29,9 @@ from ..messages import Message, ToolCall, message_from_dict, message_to_dict
 from ..model import ChatClientMessageAggregator, ChatModel, ChatResponse, Prompt
 from ..output import converter_for
 from ..tools import Approved, Denied, tool_callbacks
-from ..tools._callbacks import FixedTool
 from ..tools.api import InvalidToolArgumentsError, ToolCallback, ToolContext
 from ..tools.approvals import as_decisions
+from ..tools.callbacks import FixedTool
 from ..tools.function import encode_result
 from ._codec import (
     model_error_from_dict,
@@ -472,7 +472,7 @@ async def run_agent(
 def _spec(
     client: ChatClient, payload: Mapping[str, Any], converter: Any, meter: RunMeter
 ) -> ChatClientRequestSpec:
-    spec = client.prompt().param(RUN_METER, meter)
+    spec = client.prompt()._run_settings(meter=meter)
     if payload["conversation_id"] is not None:
         spec.param(ChatMemory.CONVERSATION_ID, payload["conversation_id"])
     if payload["tool_context"]:

@@ -72,6 +72,8 @@ def _options_to_dict(options: ChatOptions) -> dict[str, Any]:
     ]
     data["tool_context"] = dict(options.tool_context)
     data["extra"] = dict(options.extra)
+    if options.cache_key is not None:
+        data["cache_key"] = options.cache_key
     return data
 
 
@@ -90,6 +92,7 @@ def _options_from_dict(data: Mapping[str, Any]) -> ChatOptions:
         tool_callbacks=tools,
         tool_context=data["tool_context"],
         extra=data["extra"],
+        cache_key=data.get("cache_key"),
     )
 
 

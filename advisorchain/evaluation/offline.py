@@ -16,7 +16,7 @@ from typing import ClassVar, Literal, TypeAlias, get_args
 
 from .. import _sync
 from .._checks import check_int
-from ..advisors.vocabulary import AdvisorParams
+from ..chain.vocabulary import AdvisorParams
 from ..client import ChatClient
 from ..errors import ChainConfigurationError
 from ..memory.api import ChatMemory

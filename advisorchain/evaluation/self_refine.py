@@ -13,9 +13,9 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any, ClassVar, Literal, TypeVar, get_args
 
 from .._checks import check_int
-from ..advisors._attempts import Attempt, buffered_attempt, call_attempt, release_buffered, usage_of
-from ..advisors.chain import CallAdvisorChain, StreamAdvisorChain
-from ..advisors.vocabulary import SELF_REFINE_ORDER, AdvisorParams, check_order
+from ..advisors.attempts import Attempt, buffered_attempt, call_attempt, release_buffered, usage_of
+from ..chain import CallAdvisorChain, StreamAdvisorChain
+from ..chain.vocabulary import SELF_REFINE_ORDER, AdvisorParams, check_order
 from ..errors import ChainConfigurationError, EvaluationFailedError
 from ..model import ChatClientRequest, ChatClientResponse, FinishReason, Usage, with_total_usage
 from .api import EvaluationRequest, EvaluationResult, EvaluatorLike, as_passages, prepare_evaluator

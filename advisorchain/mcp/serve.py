@@ -31,7 +31,7 @@ from ..tools import (
     ToolDefinition,
     tool_callbacks,
 )
-from ..tools._callbacks import FixedTool
+from ..tools.callbacks import FixedTool
 from ..tools.schema import string_argument
 
 __all__ = ["Transport", "agent_tool", "aserve", "mcp_server", "serve"]

@@ -31,7 +31,7 @@ from .._tool_types import ToolText
 from .._urls import redact_url
 from ..errors import ChainConfigurationError, ToolError
 from ..tools import InvalidToolArgumentsError, ToolCallback, ToolContext, ToolDefinition, ToolMetadata
-from ..tools._callbacks import FixedTool
+from ..tools.callbacks import FixedTool
 from ._connection import Connection, ConnectionClosed
 from ._results import result_size, tool_text
 

@@ -181,7 +181,7 @@ class PostgresChatMemoryRepository(BlockingRepository):
                 conn.execute(self._sql["delete_many"], (conversation_id, [seq for seq, _ in dropped]))
         return [e for _, e in dropped]
 
-    # -- turn locks (see advisorchain.memory._lock) --------------------------------------------
+    # -- turn locks (see advisorchain.memory.locks) --------------------------------------------
 
     def try_lock(self, conversation_id: str, owner: str) -> bool:
         """Take the conversation's turn lock unless another session holds it (never waits)."""

@@ -158,7 +158,7 @@ class RedisChatMemoryRepository(BlockingRepository):
             if self.ttl_ms is not None:
                 pipe.pexpire(key, self.ttl_ms)
 
-    # -- turn locks (see advisorchain.memory._lock) --------------------------------------------
+    # -- turn locks (see advisorchain.memory.locks) --------------------------------------------
 
     def try_lock(self, conversation_id: str, owner: str) -> bool:
         """Take the conversation's turn lock for ``owner`` unless another owner's key is alive."""

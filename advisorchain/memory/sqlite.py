@@ -11,10 +11,10 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 from ..messages import Message
-from ._lock import owner_is_gone
 from ._store import BlockingRepository, check_conversation_id, check_messages, decode, encode, plan_rows
 from .api import ConversationChange
 from .entries import StoredEntry, entries_from_raw
+from .locks import owner_is_gone
 
 __all__ = ["SQLiteChatMemoryRepository"]
 
@@ -204,7 +204,7 @@ class SQLiteChatMemoryRepository(BlockingRepository):
             conn.executemany(self._delete_one, [(conversation_id, seq) for seq, _ in dropped])
         return [e for _, e in dropped]
 
-    # -- turn locks (see advisorchain.memory._lock) --------------------------------------------
+    # -- turn locks (see advisorchain.memory.locks) --------------------------------------------
 
     def try_lock(self, conversation_id: str, owner: str) -> bool:
         """Take the conversation's turn lock for ``owner`` unless a live turn holds it."""

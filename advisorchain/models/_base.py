@@ -18,6 +18,7 @@ from functools import partial
 from typing import Any, ClassVar, Protocol
 from urllib.parse import urlsplit
 
+from .._cache_points import check_cache_points
 from ..model import ChatResponse, ChatResponseMetadata, Prompt
 from ..usage import price_of
 from ._common import check_request_allowed
@@ -26,8 +27,9 @@ from ._http.json import loads
 from ._http.loops import LoopClients
 from ._http.sse import SseDecoder
 from ._http.transport import HttpPath, Reply, http_path
+from .clients import derive_client
 
-__all__ = ["OWN_HOSTS", "HttpChatModel", "StreamAssembly", "derive_client", "own_host_provider"]
+__all__ = ["OWN_HOSTS", "HttpChatModel", "StreamAssembly", "own_host_provider"]
 
 
 class StreamAssembly(Protocol):
@@ -59,12 +61,6 @@ def own_host_provider(client: Any) -> str | None:
     server (a local or proxy server: its models are unpriced)."""
     host = urlsplit(str(getattr(client, "base_url", "") or "")).hostname
     return OWN_HOSTS.get(host or "")
-
-
-def derive_client(template: Any, http_client: Any) -> Any:
-    """An SDK client configured as ``template`` over another HTTP client (one per event loop, see
-    ``_http.loops``): the SDK's own ``copy``."""
-    return template.copy(http_client=http_client)
 
 
 class HttpChatModel(ABC):
@@ -132,6 +128,7 @@ class HttpChatModel(ABC):
 
     async def call(self, prompt: Prompt) -> ChatResponse:
         """One request; the whole answer as a ChatResponse."""
+        check_cache_points(prompt.instructions)
         body, options = self._body(prompt, stream=False)
         path = await self._path()
         reply = await path.send(body, options, stream=False)
@@ -168,6 +165,7 @@ class HttpChatModel(ABC):
     async def stream(self, prompt: Prompt) -> AsyncIterator[ChatResponse]:
         """A streamed request: text deltas as they come, then one last chunk with the whole tool
         calls, the finish reason and usage. Closing the iterator closes the response."""
+        check_cache_points(prompt.instructions)
         body, options = self._body(prompt, stream=True)
         path = await self._path()
         url = path.url

@@ -9,13 +9,13 @@ Nothing here imports a provider SDK, so every helper can be tested on plain data
 from __future__ import annotations
 
 import ipaddress
-import threading
 import uuid
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 from urllib.parse import urlsplit
 
+from .._request_guard import requests_forbidden
 from .._tool_types import ToolDefinition
 from .._urls import redact_url
 from ..errors import ModelError
@@ -37,9 +37,7 @@ __all__ = [
     "read_dict",
     "read_list",
     "request_params",
-    "requests_forbidden",
     "schema_name",
-    "set_requests_forbidden",
     "split_sdk_options",
     "tool_definitions",
 ]
@@ -192,22 +190,7 @@ def option_params(prompt: Prompt, *, max_tokens_key: str, stop_key: str) -> dict
     return params
 
 
-# -- the request guard of advisorchain.testing ----------------------------------------------------------
-
-_guard_lock = threading.Lock()
-_guard_depth = 0
-
-
-def set_requests_forbidden(forbidden: bool) -> None:
-    """Turn the request guard on (nestable) or off again; used by ``advisorchain.testing``."""
-    global _guard_depth
-    with _guard_lock:
-        _guard_depth = _guard_depth + 1 if forbidden else max(0, _guard_depth - 1)
-
-
-def requests_forbidden() -> bool:
-    """True while ``advisorchain.testing.forbid_model_requests`` is in force."""
-    return _guard_depth > 0
+# -- the request guard of advisorchain.testing (its switch: advisorchain._request_guard) ----------
 
 
 def is_loopback_url(url: str) -> bool:

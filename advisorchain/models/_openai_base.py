@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from .._cache_points import check_cache_points
 from .._tool_types import ToolDefinition
 from ..messages import (
     AssistantMessage,
@@ -23,10 +24,10 @@ from ..messages import (
 )
 from ..model import Prompt
 from ._base import HttpChatModel
-from ._clients import BEARER_AUTH, OPENAI, client_for
 from ._common import split_sdk_options, tool_definitions
 from ._http.wire import HISTORY, DefinitionsWire, Spliced, WireCache, history_body
 from ._media import Convert, tool_media, tool_media_heading
+from .clients import BEARER_AUTH, OPENAI, client_for
 
 if TYPE_CHECKING:
     import openai
@@ -140,6 +141,7 @@ class OpenAIHttpModel(HttpChatModel):
 
     def request_body(self, prompt: Prompt, *, stream: bool = False) -> dict[str, Any]:
         """The JSON body this model sends for ``prompt`` (SDK options such as headers left out)."""
+        check_cache_points(prompt.instructions)
         body, _ = split_sdk_options(self._params(prompt, stream, spliced=False))
         if body.get(self._HISTORY_KEY) is HISTORY:
             replay, items = self.replay_reasoning, self._MESSAGES.items
@@ -161,6 +163,15 @@ class OpenAIHttpModel(HttpChatModel):
             self._wire = WireCache(partial(self._MESSAGES.items, replay_reasoning=self.replay_reasoning))
             self._wire_replays = self.replay_reasoning
         return self._wire
+
+    def _cache_key_params(self, prompt: Prompt) -> dict[str, Any]:
+        """``{"prompt_cache_key": ...}`` for a prompt with ``ChatOptions.cache_key`` on OpenAI's own
+        host; nothing on any other server (an OpenAI-compatible server may reject the unknown
+        field with a 400 — give it in ``ChatOptions.extra`` to send it there anyway)."""
+        options = prompt.options
+        if options is None or options.cache_key is None or self._own_host != "openai":
+            return {}
+        return {"prompt_cache_key": options.cache_key}
 
     def _tools(self, prompt: Prompt, *, spliced: bool) -> list[dict[str, Any]] | Spliced | None:
         """The request's ``tools`` field: None without tools; with ``spliced``, their JSON

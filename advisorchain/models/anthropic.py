@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .._built import text_delta
+from .._cache_points import CACHE_POINT, cache_point, check_cache_points
 from .._checks import check_int
 from ..errors import UnsupportedRequestError
 from ..messages import (
@@ -39,7 +40,6 @@ from ..messages import (
 )
 from ..model import ChatResponse, ChatResponseMetadata, Generation, Prompt, Usage
 from ._base import HttpChatModel, StreamAssembly
-from ._clients import ANTHROPIC, client_for, require_sdk
 from ._common import (
     as_dict,
     as_int,
@@ -55,6 +55,7 @@ from ._common import (
 from ._http.failures import incomplete_answer, model_error
 from ._http.json import dumps
 from ._media import anthropic_blocks, tool_media
+from .clients import ANTHROPIC, client_for, require_sdk
 
 if TYPE_CHECKING:
     import anthropic
@@ -84,6 +85,11 @@ _REQUEST_FIELDS = {
     "server_tool_use": ("type", "id", "name", "input"),
 }
 _THINKING_TYPES = ("thinking", "redacted_thinking")
+
+MAX_CACHE_POINTS = 4
+"""The most ``cache_control`` marks the Messages API takes in one request."""
+_CACHE_CONTROL_5M: Mapping[str, str] = {"type": "ephemeral"}
+_CACHE_CONTROL_1H: Mapping[str, str] = {"type": "ephemeral", "ttl": "1h"}
 
 
 class AnthropicChatModel(HttpChatModel):
@@ -193,25 +199,73 @@ def to_anthropic_messages(
     """The top-level ``system`` value and the Messages-API turns for ``messages``.
 
     Consecutive messages of one role are joined into one turn, so the tool results of a round —
-    and a user message right after them — travel in ONE user message."""
-    system: list[str] = []
+    and a user message right after them — travel in ONE user message. Cache points
+    (``metadata["cache_point"]``, API.md §21) become ``cache_control`` on the last content block of
+    each marked message (``_sent_marks`` says which, at most 4); a marked system message makes
+    ``system`` a list of text blocks. A bad cache point raises ValueError."""
+    check_cache_points(messages)
+    marks = _sent_marks(messages) if _has_marks(messages) else {}
+    system: list[dict[str, Any]] = []
     turns: list[dict[str, Any]] = []
-    for message in messages:
+    # The last block sent so far that can carry a mark: (its list, its position).
+    previous: tuple[list[dict[str, Any]], int] | None = None
+    for index, message in enumerate(messages):
         if isinstance(message, SystemMessage):
-            system.append(message.text)
+            system.append({"type": "text", "text": message.text})
+            previous = (system, len(system) - 1)
+            if index in marks:
+                _mark(system, len(system) - 1, marks[index])
+    for index, message in enumerate(messages):
+        if isinstance(message, SystemMessage):
             continue
         role, blocks = _turn(message)
-        if not blocks:
-            continue
-        if turns and turns[-1]["role"] == role:
-            turns[-1]["content"].extend(blocks)
-        else:
-            turns.append({"role": role, "content": blocks})
+        if blocks:
+            if turns and turns[-1]["role"] == role:
+                turns[-1]["content"].extend(blocks)
+            else:
+                turns.append({"role": role, "content": blocks})
+            content = turns[-1]["content"]
+            start = len(content) - len(blocks)
+            for position in range(len(content) - 1, start - 1, -1):
+                if content[position].get("type") not in _THINKING_TYPES:
+                    previous = (content, position)
+                    break
+        ttl = marks.get(index)
+        if ttl is not None and previous is not None:
+            # A message that sends no markable block of its own (an empty assistant message, one of
+            # thinking only) marks the block sent last before it: the same prefix.
+            _mark(*previous, ttl)
     if not system:
         return None, turns
-    if len(system) == 1:
-        return system[0], turns
-    return [{"type": "text", "text": text} for text in system], turns
+    if len(system) == 1 and "cache_control" not in system[0]:
+        return system[0]["text"], turns
+    return system, turns
+
+
+def _has_marks(messages: Sequence[Message]) -> bool:
+    return any(m.metadata and m.metadata.get(CACHE_POINT) is not None for m in messages)
+
+
+def _sent_marks(messages: Sequence[Message]) -> dict[int, str]:
+    """The marks sent, by message index: one per marked message, counted in the order they are
+    sent (system messages first, as they are the oldest part of the request); of more than
+    ``MAX_CACHE_POINTS`` only the newest are kept, and a ``"1h"`` after a ``"5m"`` is sent as
+    ``"5m"`` (the API takes the longer times to live first only)."""
+    system = [i for i, m in enumerate(messages) if isinstance(m, SystemMessage)]
+    rest = [i for i, m in enumerate(messages) if not isinstance(m, SystemMessage)]
+    marked = [(i, cache_point(messages[i])) for i in (*system, *rest)]
+    kept = [(i, ttl) for i, ttl in marked if ttl is not None][-MAX_CACHE_POINTS:]
+    sent: dict[int, str] = {}
+    short = False
+    for index, ttl in kept:
+        short = short or ttl == "5m"
+        sent[index] = "5m" if short else ttl
+    return sent
+
+
+def _mark(blocks: list[dict[str, Any]], position: int, ttl: str) -> None:
+    control = _CACHE_CONTROL_1H if ttl == "1h" else _CACHE_CONTROL_5M
+    blocks[position] = {**blocks[position], "cache_control": dict(control)}
 
 
 def _turn(message: Message) -> tuple[str, list[dict[str, Any]]]:

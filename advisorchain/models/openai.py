@@ -32,7 +32,6 @@ from ..messages import (
 )
 from ..model import ChatResponse, ChatResponseMetadata, Generation, Prompt, Usage
 from ._base import StreamAssembly
-from ._clients import OPENAI, require_sdk
 from ._common import (
     as_str,
     finish_reason_or_default,
@@ -49,6 +48,7 @@ from ._http.sse import DONE as _DONE
 from ._http.wire import HISTORY
 from ._media import openai_chat_parts
 from ._openai_base import MessageWire, OpenAIHttpModel
+from .clients import OPENAI, require_sdk
 
 require_sdk(__name__, OPENAI)  # found here; imported on first use (see _clients)
 
@@ -166,6 +166,7 @@ class OpenAIChatModel(OpenAIHttpModel):
             request["tools"] = tools
         if options is not None and options.output_schema is not None:
             request["response_format"] = _response_format(options.output_schema)
+        request.update(self._cache_key_params(prompt))
         return request_params(base, self.defaults, request, prompt)
 
 

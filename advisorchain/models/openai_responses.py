@@ -37,7 +37,6 @@ from ..messages import (
 )
 from ..model import ChatResponse, ChatResponseMetadata, Generation, Prompt, Usage
 from ._base import StreamAssembly
-from ._clients import OPENAI, require_sdk
 from ._common import (
     as_dict,
     as_int,
@@ -55,6 +54,7 @@ from ._http.sse import DONE
 from ._http.wire import HISTORY
 from ._media import responses_parts
 from ._openai_base import MessageWire, OpenAIHttpModel
+from .clients import OPENAI, require_sdk
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -195,6 +195,7 @@ class OpenAIResponsesChatModel(OpenAIHttpModel):
         options = prompt.options
         if options is not None and options.output_schema is not None:
             request["text"] = {"format": _json_schema_format(options.output_schema)}
+        request.update(self._cache_key_params(prompt))
         return request_params(base, self.defaults, request, prompt)
 
 

@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from .._streams import closing
-from ..advisors.chain import CallAdvisorChain, StreamAdvisorChain, is_end_of_answer
-from ..advisors.vocabulary import AdvisorParams, Ordered, check_order
+from ..chain import CallAdvisorChain, StreamAdvisorChain, is_end_of_answer
+from ..chain.vocabulary import AdvisorParams, Ordered, check_order
 from ..model import ChatClientMessageAggregator, ChatClientRequest, ChatClientResponse
 from ._calls import call
 from ._templates import check_template, fill
@@ -131,7 +131,7 @@ class _RetrievalAdvisor(ABC):
         found = await self._retrieve(request)
         advised = self._advised(request, found)
         ledger = Ledger(found.documents, advised.context)
-        with using_ledger(ledger):
+        with using_ledger(chain.run, ledger):
             response = await chain.next_call(advised)
         return response.copy(context=self._finished(response.context, ledger, _answer_text(response)))
 
@@ -145,7 +145,9 @@ class _RetrievalAdvisor(ABC):
         held: list[ChatClientResponse] = []
         async with closing(chain.next_stream(advised)) as stream:
             while True:
-                with using_ledger(ledger):  # current while the rest of the chain works (tools included)
+                with using_ledger(
+                    chain.run, ledger
+                ):  # current while the rest of the chain works (tools included)
                     try:
                         chunk = await anext(stream)
                     except StopAsyncIteration:

@@ -8,12 +8,12 @@ numbered keeping its number), so every ``[n]`` the model can see names one docum
 
 from __future__ import annotations
 
-import contextvars
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..chain import Run, current_run
 from .documents import Document, document_id
 
 __all__ = ["Citation", "Ledger", "citations_in", "current_ledger", "format_numbered", "using_ledger"]
@@ -84,29 +84,30 @@ class Ledger:
         return tuple(self._numbered.values())
 
 
-_current: contextvars.ContextVar[Ledger | None] = contextvars.ContextVar(
-    "advisorchain_rag_ledger", default=None
-)
+_LEDGER = object()
+"""The run slot holding the ledger of the retrieval advisor now advising (see ``using_ledger``)."""
 
 
 def current_ledger() -> Ledger | None:
-    """The ledger of the request being advised, if any."""
-    return _current.get()
+    """The ledger of the run whose tools are executing (a ``retrieval_tool`` numbers its documents
+    on from the retrieval advisor's), if any."""
+    run = current_run()
+    ledger = None if run is None else run.get(_LEDGER)
+    return ledger if isinstance(ledger, Ledger) else None
 
 
 class using_ledger:
-    """``with using_ledger(ledger):`` — the ledger is current inside (entered and left in one task)."""
+    """``with using_ledger(run, ledger):`` — the run's ledger inside (the one before it after)."""
 
-    __slots__ = ("_ledger", "_token")
+    __slots__ = ("_ledger", "_previous", "_run")
 
-    def __init__(self, ledger: Ledger) -> None:
-        self._ledger = ledger
-        self._token: contextvars.Token[Ledger | None] | None = None
+    def __init__(self, run: Run, ledger: Ledger) -> None:
+        self._run, self._ledger = run, ledger
+        self._previous: Any = None
 
     def __enter__(self) -> Ledger:
-        self._token = _current.set(self._ledger)
-        return self._ledger
+        self._previous = self._run.get(_LEDGER)
+        return self._run.put(_LEDGER, self._ledger)
 
     def __exit__(self, *exc_info: object) -> None:
-        assert self._token is not None
-        _current.reset(self._token)
+        self._run.put(_LEDGER, self._previous)

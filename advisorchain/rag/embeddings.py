@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from .. import observability as obs
+from .._extras import missing_extra
 from ..errors import AdvisorChainError, ModelError
-from ..models._extras import missing_extra
 from ._calls import call
 
 if TYPE_CHECKING:
@@ -239,9 +239,7 @@ class OpenAIEmbeddingModel:
         api_key: str | None = None,
         dimensions: int | None = None,
     ) -> None:
-        from ..models._base import derive_client
-        from ..models._clients import OPENAI, client_for, require_sdk
-        from ..models._http.loops import LoopClients
+        from ..models.clients import OPENAI, LoopClients, client_for, derive_client, require_sdk
 
         require_sdk("advisorchain.rag.OpenAIEmbeddingModel", OPENAI)
         if dimensions is not None and (
@@ -279,7 +277,7 @@ class OpenAIEmbeddingModel:
     async def _create(self, texts: list[str]) -> list[list[float]]:
         import openai
 
-        from ..models._http.failures import model_error
+        from ..models.clients import model_error
 
         client = await self._clients.current()
         kwargs: dict[str, Any] = {"model": self.model, "input": texts, "encoding_format": "float"}

@@ -13,8 +13,8 @@ from typing import Any, Literal
 
 from pydantic import TypeAdapter, ValidationError
 
-from ._callbacks import ParsedTool
 from .api import ToolContext, ToolDefinition
+from .callbacks import ParsedTool
 
 __all__ = ["MAX_ITEMS", "TodoItem", "TodoTools"]
 

@@ -20,7 +20,7 @@ from typing import Any, Literal
 from .._span_tree import SpanCollector, span_tree
 from .._streams import closing
 from ..advisors import MessageChatMemoryAdvisor, ToolCallingAdvisor
-from ..advisors.vocabulary import AdvisorParams, Ordered
+from ..chain.vocabulary import AdvisorParams, Ordered
 from ..client import ChatClient, ChatClientRequestSpec
 from ..errors import ChainConfigurationError
 from ..memory import ChatMemory, MessageWindowChatMemory

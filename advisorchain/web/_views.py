@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ..advisors.vocabulary import AdvisorParams
+from ..chain.vocabulary import AdvisorParams
 from ..errors import AdvisorChainError
 from ..messages import AssistantMessage, Message, SystemMessage, ToolCall, ToolResponseMessage, UserMessage
 from ..model import Usage

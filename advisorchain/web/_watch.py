@@ -10,10 +10,10 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from .._streams import closing
-from ..advisors.chain import CallAdvisorChain, StreamAdvisorChain
+from ..chain import CallAdvisorChain, StreamAdvisorChain
 from ..model import ChatClientRequest, ChatClientResponse
 from ..tools import ToolCallback, ToolContext
-from ..tools._callbacks import WrappedTool
+from ..tools.callbacks import WrappedTool
 from ._views import error_line, jsonable
 
 __all__ = ["WATCH_NAME", "Emit", "ToolWatch", "WatchedTool"]

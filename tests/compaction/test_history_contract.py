@@ -25,7 +25,7 @@ from advisorchain import (
     ToolResponseMessage,
     UserMessage,
 )
-from advisorchain.advisors.chain import CallAdvisorChain
+from advisorchain.advisors.api import CallAdvisorChain
 from advisorchain.advisors.history import replace_history, replacements_in
 from advisorchain.testing import ScriptedChatModel
 from tests.compaction.compaction_support import answered, ask, lookup

@@ -53,12 +53,12 @@ def test_a_prompt_survives_the_trip_with_its_tools_as_definitions(
 ) -> None:
     history = (
         SystemMessage(system),
-        UserMessage(user, {"k": "v"}),
+        UserMessage(user, {"k": "v", "cache_point": "1h"}),
         AssistantMessage(answer, [ToolCall("c1", "lookup", args)]),
         ToolResponseMessage([ToolResponse("c1", "lookup", args)]),
     )
     options = ChatOptions(
-        model="m", temperature=0.5, stop=["x"], tool_callbacks=[lookup], tool_context={"t": 1}
+        model="m", temperature=0.5, stop=["x"], tool_callbacks=[lookup], tool_context={"t": 1}, cache_key="k"
     )
     back = prompt_from_dict(prompt_to_dict(Prompt(history, options)))
 
@@ -67,6 +67,7 @@ def test_a_prompt_survives_the_trip_with_its_tools_as_definitions(
     assert [cb.definition for cb in back.options.tool_callbacks] == [lookup.definition]
     assert (back.options.model, back.options.temperature, back.options.stop) == ("m", 0.5, ("x",))
     assert back.options.tool_context == {"t": 1}
+    assert back.options.cache_key == "k"  # a durable model call keeps its cache key and marks (§21)
 
 
 @given(answer=st.one_of(st.none(), text), tokens=st.integers(0, 10**6))

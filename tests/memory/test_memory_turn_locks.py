@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from advisorchain.memory._lock import new_owner_token
+from advisorchain.memory.locks import new_owner_token
 
 
 def _dead_pid() -> int:

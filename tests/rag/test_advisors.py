@@ -24,7 +24,7 @@ from advisorchain import (
     UserMessage,
     tool,
 )
-from advisorchain.advisors.vocabulary import TOOL_CALLING_ORDER
+from advisorchain.chain.vocabulary import TOOL_CALLING_ORDER
 from advisorchain.errors import ModelError, VectorStoreError
 from advisorchain.rag import (
     Citation,

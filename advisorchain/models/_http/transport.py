@@ -44,7 +44,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from ..._urls import split_userinfo
 from ...errors import ModelError
-from .._clients import SDKS
+from ..clients import SDKS
 from . import internals
 from .failures import model_error
 

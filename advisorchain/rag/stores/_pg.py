@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from ...models._extras import missing_extra
+from ..._extras import missing_extra
 from ..filters.sql import exact_number
 
 __all__ = ["Connections", "PgVector", "drivers", "metadata_json", "server_name", "vector_dumper"]

@@ -22,7 +22,7 @@ from .api import BaseVectorStore
 try:
     import numpy as np
 except ImportError as exc:  # pragma: no cover - the rag extra brings numpy
-    from ...models._extras import missing_extra
+    from ..._extras import missing_extra
 
     raise missing_extra("advisorchain.rag", "rag", exc) from exc
 

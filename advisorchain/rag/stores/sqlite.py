@@ -19,8 +19,8 @@ from contextlib import contextmanager
 from typing import Any
 
 from ..._checks import check_seconds
+from ..._extras import missing_extra
 from ...errors import VectorStoreError
-from ...models._extras import missing_extra
 from ..documents import Document
 from ..embeddings import model_dimensions, model_name
 from ..filters import Filter, SQLiteFilterTranslator

@@ -12,7 +12,6 @@ own caller.
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import itertools
 import logging
 import os
@@ -21,6 +20,7 @@ import threading
 import uuid
 from collections import deque
 from collections.abc import AsyncIterator, Hashable
+from collections.abc import Set as AbstractSet
 from contextlib import asynccontextmanager
 from typing import Any, Protocol, runtime_checkable
 
@@ -129,9 +129,6 @@ class _LocalLocks:
 
 
 _LOCAL = _LocalLocks()
-_HELD: contextvars.ContextVar[frozenset[Hashable]] = contextvars.ContextVar(
-    "advisorchain_turn_locks", default=frozenset()
-)
 _POLL_FIRST, _POLL_MAX = 0.002, 0.05
 
 
@@ -147,19 +144,21 @@ def lock_key(memory: Any, conversation_id: str) -> tuple[int, str]:
 
 
 @asynccontextmanager
-async def conversation_lock(memory: Any, conversation_id: str) -> AsyncIterator[None]:
+async def conversation_lock(
+    memory: Any, conversation_id: str, held: AbstractSet[Hashable] = frozenset()
+) -> AsyncIterator[None]:
     """Hold the turn lock of ``conversation_id`` in ``memory``'s store for the body's duration.
 
     Waits (without blocking the event loop) while another turn holds it; cancellation or an error
-    in the body releases it.
+    in the body releases it. ``held``: the keys (``lock_key``) the turns around this one hold — a
+    request made by a tool of a turn that holds the lock (a sub-agent on the same conversation)
+    goes on inside that turn instead of waiting for it forever.
     """
     key = lock_key(memory, conversation_id)
-    held = _HELD.get()
-    if key in held:  # a sub-agent of the turn that holds it
+    if key in held:
         yield
         return
     await _LOCAL.acquire(key)
-    _HELD.set(held | {key})
     try:
         shared = _shared_of(memory)
         if shared is None:
@@ -168,7 +167,6 @@ async def conversation_lock(memory: Any, conversation_id: str) -> AsyncIterator[
             async with _shared_lock(shared, conversation_id):
                 yield
     finally:
-        _HELD.set(held)  # not reset(): a stream's steps may each run in their own context
         _LOCAL.release(key)
 
 

@@ -1,6 +1,8 @@
 """The provider SDK clients the adapters send through (``openai.AsyncOpenAI``,
 ``anthropic.AsyncAnthropic``): built from a key and base URL, or given ready — one rule for every
-adapter and for ``OpenAIEmbeddingModel`` — and how the OpenAI endpoints authenticate.
+adapter and for ``OpenAIEmbeddingModel`` — and how the OpenAI endpoints authenticate. The layer
+that chat models and embedding models share: ``LoopClients`` (one SDK client per event loop, made
+by ``derive_client``) and ``model_error`` (an SDK failure as a ``ModelError``) are reached here.
 
 An SDK is found when its adapter is imported, and imported on first use (building a client,
 mapping an error): importing ``openai`` takes about half a second, which a program that only
@@ -15,18 +17,23 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .._extras import missing_extra
 from ..errors import ModelError
-from ._extras import missing_extra
+from ._http.failures import model_error
+from ._http.loops import LoopClients
 
 __all__ = [
     "ANTHROPIC",
     "BEARER_AUTH",
     "LOCAL_SERVER_KEY",
+    "LoopClients",
     "OPENAI",
     "SDKS",
     "SdkClient",
     "build_client",
     "client_for",
+    "derive_client",
+    "model_error",
     "require_sdk",
 ]
 
@@ -124,3 +131,9 @@ def build_client(
 
 def _has_token(sdk: SdkClient) -> bool:
     return sdk.token_variable is not None and bool(os.environ.get(sdk.token_variable))
+
+
+def derive_client(template: Any, http_client: Any) -> Any:
+    """An SDK client configured as ``template`` over another HTTP client (one per event loop, see
+    ``LoopClients``): the SDK's own ``copy``."""
+    return template.copy(http_client=http_client)

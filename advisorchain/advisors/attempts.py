@@ -13,8 +13,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeAlias, TypeVar
 
 from .._streams import collect
+from ..chain import CallAdvisorChain, StreamAdvisorChain
 from ..model import ChatClientMessageAggregator, ChatClientRequest, ChatClientResponse, Usage
-from .chain import CallAdvisorChain, StreamAdvisorChain
 
 __all__ = ["Attempt", "buffered_attempt", "call_attempt", "release_buffered", "usage_of"]
 
