@@ -10,6 +10,7 @@ to it or replacing it), nothing is left running or unclosed on the bridge loop, 
 from __future__ import annotations
 
 import asyncio
+import gc
 import signal
 import subprocess
 import sys
@@ -266,6 +267,9 @@ def test_an_interrupt_at_any_point_of_a_client_call_with_a_running_tool(form: st
             assert _events == ["tool began", "tool cancelled"]
             break
         assert error is injector.raised
+        if at == 1:  # the coroutine left unawaited there: collected here, under this test's filter
+            error = injector.raised = None
+            gc.collect()
     assert at > 20
 
 
