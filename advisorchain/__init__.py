@@ -10,6 +10,7 @@ import typing as _typing
 
 if _typing.TYPE_CHECKING:  # the names of __all__, for type checkers (at run time: __getattr__)
     from .advisors import *  # noqa: F403
+    from .agents import *  # noqa: F403
     from .client import *  # noqa: F403
     from .errors import *  # noqa: F403
     from .evaluation import *  # noqa: F403
@@ -28,6 +29,7 @@ __all__ = [
     "AdvisorChain",
     "AdvisorChainError",
     "AdvisorParams",
+    "Agent",
     "Approved",
     "AssistantMessage",
     "AsyncCallResponseSpec",
@@ -68,6 +70,8 @@ __all__ = [
     "FunctionChatModel",
     "FunctionTool",
     "Generation",
+    "Handoff",
+    "HandoffAdvisor",
     "HistoryReplacement",
     "InMemoryChatMemoryRepository",
     "IncompleteAnswerError",
@@ -157,6 +161,7 @@ _HOMES = (
     ".memory",
     ".testing",
     ".evaluation",
+    ".agents",
 )
 
 

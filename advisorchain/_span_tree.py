@@ -123,7 +123,7 @@ class SpanCollector(SpanProcessor):
         return True
 
 
-NodeKind = Literal["request", "advisor", "model", "tool", "round", "span"]
+NodeKind = Literal["request", "advisor", "model", "tool", "round", "handoff", "span"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,6 +225,8 @@ def _kind(name: str) -> NodeKind:
         return "advisor"
     if name == "advisorchain request":
         return "request"
+    if name.startswith("handoff "):
+        return "handoff"
     return "span"
 
 

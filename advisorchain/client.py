@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Coroutine, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import repeat
 from typing import Any, Generic, TypeVar, overload
@@ -18,6 +18,8 @@ from ._template import check_params, render
 from ._tool_types import ToolCallback
 from .advisors.structured_output import StructuredOutputValidationAdvisor
 from .advisors.tool_calling import ToolCallingAdvisor
+from .agents import wiring as agents
+from .agents.agent import Agent
 from .chain import (
     Advisor,
     CallAdvisorChain,
@@ -93,8 +95,10 @@ class ChatClient:
         default_user_params: Mapping[str, Any] | None = None,
         usage_limits: UsageLimits | None = None,
         prices: Mapping[str, ModelPrice] | PriceFunction | None = None,
+        default_agent: Agent | None = None,
     ) -> None:
         self.model = _check_model(model)
+        self.default_agent = agents.checked_default_agent(default_agent)
         self.default_advisors: tuple[Advisor, ...] = _checked_advisors(default_advisors)
         self.default_system = _optional_text(default_system, "default_system")
         self.default_system_params = check_params(default_system_params, "default_system_params")
@@ -125,6 +129,7 @@ class ChatClient:
             "default_user_params": self.default_user_params,
             "usage_limits": usage_limits,
             "prices": prices,
+            "default_agent": default_agent,
         }
 
     def mutate(self, **changes: Any) -> ChatClient:
@@ -147,6 +152,17 @@ class ChatClient:
         if not self._tool_providers:
             return self.default_tools
         return self.default_tools + _to_tool_callbacks(self._tool_providers)
+
+    def as_tool(self, *, name: str, description: str, agent: Agent | None = None) -> ToolCallback:
+        """This client's whole chain as a tool taking ``{"input": "<text>"}`` (API.md §18): each call
+        is one request on a fresh conversation (``agent`` active when given), counted in the
+        calling run's usage and limits; its answer text is the result.
+
+        >>> researcher = research_client.as_tool(name="research", description="Finds sources")
+        """
+        from .agents.tool import agent_tool
+
+        return agent_tool(self, name=name, description=description, agent=agent)
 
     def prompt(self, prompt: str | Prompt | None = None) -> ChatClientRequestSpec:
         """Start a request: with the user text (sent verbatim), a whole Prompt (its messages as
@@ -312,6 +328,12 @@ class ChatClientRequestSpec:
         self._limits = _checked_limits(limits, "usage_limits()")
         return self
 
+    def agent(self, agent: Agent, *, resume: bool = True) -> ChatClientRequestSpec:
+        """Run the request through ``agent`` and the agents its handoffs reach (API.md §18); with
+        ``resume`` the conversation goes on with the agent its newest answer names."""
+        self._params[agents.AGENT_PARAM] = agents.agent_param(agent, resume)
+        return self
+
     def param(self, key: str, value: Any) -> ChatClientRequestSpec:
         """A request-context entry (e.g. ``ChatMemory.CONVERSATION_ID``) that advisors read."""
         self._params[key] = value
@@ -375,6 +397,9 @@ class ChatClientRequestSpec:
         if output_schema is not None:
             options = (options or ChatOptions()).copy(output_schema=output_schema)
         client = self._client
+        if client.default_agent is not None or agents.AGENT_PARAM in context:
+            given = [*client.default_advisors, *self._advisors, *extra_advisors]
+            extra_advisors = (*extra_advisors, *agents.agent_advisors(client.default_agent, context, given))
         advisors = assemble_advisors(
             client.default_advisors,
             [*self._advisors, *extra_advisors],
@@ -483,9 +508,10 @@ class _RunSettings:
 _NO_SETTINGS = _RunSettings(None, None, None)
 
 
-async def _call(request: ChatClientRequest, run: Run, model: ChatModel) -> ChatClientResponse:
+def _call(request: ChatClientRequest, run: Run, model: ChatModel) -> Coroutine[Any, Any, ChatClientResponse]:
+    """The request's whole chain in its run (a coroutine to await)."""
     chain = CallAdvisorChain(run.advisors, model, run=run)  # type: ignore[arg-type]
-    return await call_run(run, request, chain.next_call)
+    return call_run(run, request, chain.next_call)
 
 
 def _stream(request: ChatClientRequest, run: Run, model: ChatModel) -> AsyncIterator[ChatClientResponse]:

@@ -22,6 +22,12 @@ if command -v npm >/dev/null && [[ ! -e .mcp-everything/node_modules/@modelconte
         @modelcontextprotocol/server-everything@2026.8.31 >&2 \
         || echo "test.sh: could not install @modelcontextprotocol/server-everything; its tests skip" >&2
 fi
+# The official AG-UI client (@ag-ui/client, its HttpAgent) for tests/serve, driven by a small node
+# script; without node those tests skip, saying so.
+if command -v npm >/dev/null && [[ ! -e .agui-client/node_modules/@ag-ui/client ]]; then
+    npm install --prefix .agui-client --no-audit --no-fund --silent @ag-ui/client@1.0.0 >&2 \
+        || echo "test.sh: could not install @ag-ui/client; the AG-UI client tests skip" >&2
+fi
 failed=()
 check() {
     local name=$1 started=$SECONDS

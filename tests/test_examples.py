@@ -17,6 +17,8 @@ EXPECTED = {
     "streaming.py": "Let me check the clock. It is 14:05.",
     "mcp_tools.py": "Noon UTC is 21:00 in Asia/Tokyo.",
     "rag_markdown.py": "recreate it [1].\n[1] errors.md",
+    "customer_service.py": "ada: [billing] Invoice 1043: 12.50 EUR, due on 1 April.\n"
+    "bob: [refunds] Invoice 1043: refund of invoice 1043 started. (triage -> refunds)",
 }
 
 

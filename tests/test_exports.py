@@ -23,6 +23,7 @@ FactCheckingEvaluator SelfRefineEvaluationAdvisor Case CaseResult EvaluatorTotal
 ExpectedAnswerEvaluator evaluate_cases aevaluate_cases
 RequestRetryAdvisor ContextCompactionAdvisor HistoryReplacement PromptCacheAdvisor CacheReport
 ModelPrice UsageLimits RunUsage
+Agent Handoff HandoffAdvisor
 """
 
 # Names API.md places in each submodule.
@@ -49,6 +50,7 @@ _SECTIONS = {
     "advisorchain.durable": "RunRequest",
     "advisorchain.mcp": "McpServerStdio McpServerHttp serve",
     "advisorchain.web": "create_app",
+    "advisorchain.serve": "agui_app a2a_app A2AAgentTool openai_app",
     "advisorchain.evaluation": "EvaluationRequest EvaluationResult Evaluator EvaluationFailedError LLMJudgeEvaluator RelevancyEvaluator "
     "FactCheckingEvaluator SelfRefineEvaluationAdvisor Case CaseResult EvaluatorTotals EvaluationReport "
     "ExpectedAnswerEvaluator evaluate_cases aevaluate_cases",
@@ -62,6 +64,7 @@ _SECTIONS = {
     "StructuredOutputValidationError ModelError ChainConfigurationError ContextLengthExceededError "
     "EvaluationFailedError VectorStoreError UsageLimitExceeded",
     "advisorchain.client": "ChatClient ResponseEntity",
+    "advisorchain.agents": "Agent Handoff HandoffAdvisor",
     "advisorchain.usage": "Usage ModelPrice UsageLimits RunUsage UsageLimitExceeded",
 }
 

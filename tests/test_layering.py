@@ -156,6 +156,10 @@ def test_the_cycle_finder_finds_a_planted_cycle() -> None:
         ("advisorchain.durable", "advisorchain.cli"),
         ("advisorchain.durable", "advisorchain.web"),
         ("advisorchain.durable", "advisorchain.mcp"),
+        # Agents sit on the chain and the tools: neither reaches them, and they never reach the client.
+        ("advisorchain.advisors", "advisorchain.agents"),
+        ("advisorchain.tools", "advisorchain.agents"),
+        ("advisorchain.agents", "advisorchain.client"),
     ],
 )
 def test_lower_layers_never_reach_up(lower: str, upper: str) -> None:

@@ -30,7 +30,7 @@ from ..messages import AssistantMessage, Message, SystemMessage, ToolResponseMes
 from ..model import ChatClientMessageAggregator, ChatClientRequest, ChatClientResponse, ChatResponse
 from .history import HistoryReplacement, replace_history, replacements_in
 
-__all__ = ["MessageChatMemoryAdvisor", "conversation_turns"]
+__all__ = ["MessageChatMemoryAdvisor", "conversation_turns", "hold_turn"]
 
 
 class MessageChatMemoryAdvisor(MemoryAdvisor):
@@ -272,6 +272,20 @@ async def conversation_turns(
 
 _HELD_LOCKS = object()
 """The run slot holding the turn-lock keys (``lock_key``) the run holds."""
+
+
+@asynccontextmanager
+async def hold_turn(memory: ChatMemory, conversation_id: str) -> AsyncIterator[Run]:
+    """Hold the turn of ``conversation_id`` in ``memory`` (waiting while another turn holds it)
+    and yield a run that holds it: a request made with that run as its parent
+    (``spec._run_settings(parent=run)``) goes on inside the turn instead of waiting for it. What a
+    server that reads the stored conversation before it builds the request (the served protocols)
+    uses, so nothing can change the conversation between the read and the turn."""
+    run = Run()
+    async with conversation_lock(memory, conversation_id):
+        held: set[object] = run.slot(_HELD_LOCKS, set)
+        held.add(lock_key(memory, conversation_id))
+        yield run
 
 
 @dataclass(eq=False)

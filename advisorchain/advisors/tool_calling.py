@@ -17,7 +17,7 @@ from typing import ClassVar, Literal
 from .._checks import check_int
 from .._run_meter import limit_ending
 from .._streams import closing
-from ..chain import CallAdvisorChain, Run, StreamAdvisorChain, checked_request, checked_response
+from ..chain import CallAdvisorChain, Run, StreamAdvisorChain, checked_request, checked_response, current_run
 from ..chain.events import RoundFinished, RoundStarted, ToolCallFinished, ToolCallStarted
 from ..chain.vocabulary import TOOL_CALLING_ORDER, AdvisorParams, MemoryAdvisor, ToolAdvisor, check_order
 from ..errors import (
@@ -44,7 +44,18 @@ from ..tools.manager import NOT_EXECUTED, ToolCallingManager, ToolCallingManager
 from .approval import Approvals, Pending, tool_call_message
 from .history import HistoryReplacement, replace_history, replacements_in
 
-__all__ = ["ToolCallingAdvisor"]
+__all__ = ["ToolCallingAdvisor", "end_tool_loop"]
+
+_END = object()  # the run slot a tool sets to end the tool loop after its round
+
+
+def end_tool_loop() -> None:
+    """Called by a tool while its round runs (a handoff): the loop ends once the round's tools ran,
+    without calling the model again; its last response's context holds the history
+    (``AdvisorParams.CONVERSATION_HISTORY``, the round's tool responses last)."""
+    run = current_run()
+    if run is not None:
+        run.put(_END, True)
 
 
 def _default_eligibility(response: ChatResponse | None) -> bool:
@@ -65,6 +76,7 @@ class _Loop:
     run: Run = field(default_factory=Run)
     inner: Sequence[object] = ()  # the advisors inside the loop (a memory there holds history too)
     approvals: Approvals = field(default_factory=lambda: Approvals(ToolCallingManager()))
+    offset: int = 0  # rounds of this turn before the loop (a handoff's target continues the turn)
 
 
 @dataclass(frozen=True, slots=True)
@@ -257,6 +269,7 @@ class ToolCallingAdvisor(ToolAdvisor):
             with run.active():  # tools (and requests they make) find their run
                 result = await loop.approvals.run(prompt, chat, decisions)
         except ToolCallLimitExceeded as exc:
+            run.put(_END, None)  # the limit ends the loop whatever a tool asked
             meter.ran_tool_calls(_executed_before_limit(exc, ran))
             limited = ChatResponse.of(
                 AssistantMessage(f"I stopped calling tools: {exc}."),
@@ -270,6 +283,11 @@ class ToolCallingAdvisor(ToolAdvisor):
             _emit_results(run, request, chat, result)
         self._check_malformed(loop, chat, decisions, result)
         loop.history = result.conversation_history
+        if run.get(_END):  # a tool ended the loop: the round's end, with the history, is the loop's answer
+            run.put(_END, None)
+            history = {AdvisorParams.CONVERSATION_HISTORY: loop.history}
+            ended = response.copy(context={**response.context, **history})
+            return _Stop(with_total_usage(ended, loop.usages), synthetic=True, approval=True)
         if result.return_direct:
             direct = ChatResponse(
                 ToolExecutionResult.build_generations(result),
@@ -383,10 +401,13 @@ class ToolCallingAdvisor(ToolAdvisor):
         """The round's request after ``do_before_call``, its context naming the round."""
         if _overrides(type(self), "do_before_call"):
             request = checked_request(await self.do_before_call(request, chain), self, "do_before_call")
+        if loop.iteration == 0:  # a loop continued in the same turn (a handoff) numbers its rounds after it
+            given = request.context.get(AdvisorParams.TOOL_LOOP_ITERATION)
+            loop.offset = given if type(given) is int else 0
         if loop.run.listener is not None:
             loop.run.emit(RoundStarted(loop.run.id, loop.iteration + 1, _agent(request)))
         return request.copy(
-            context={**request.context, AdvisorParams.TOOL_LOOP_ITERATION: loop.iteration + 1}
+            context={**request.context, AdvisorParams.TOOL_LOOP_ITERATION: loop.offset + loop.iteration + 1}
         )
 
     async def _after_call(

@@ -24,9 +24,10 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import functools
 import itertools
 import os
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from typing import Any, Protocol, TypeVar
 
@@ -91,7 +92,7 @@ class Run:
             listener if listener is not None or parent is None else parent.listener
         )
         self.span: Any = None
-        self.records_hops = any(getattr(type(a), "records_hops", False) for a in self.advisors)
+        self.records_hops = _records_hops(tuple(map(type, self.advisors)))
         """True when an advisor of the chain reads ``hop_requests`` (the chain then records them)."""
         self._id: str | None = None
         self._slots: dict[object, Any] | None = None
@@ -189,6 +190,11 @@ class Run:
         return bool(self._gates)
 
 
+@functools.lru_cache(maxsize=256)
+def _records_hops(kinds: tuple[type, ...]) -> bool:
+    return any(getattr(kind, "records_hops", False) for kind in kinds)
+
+
 class _Active:
     """The context manager of ``Run.active`` (a class: it is entered once per tool round)."""
 
@@ -218,19 +224,25 @@ class RunScope(Protocol):
 # -- running a request's chain in its run -------------------------------------------------------
 
 
-async def call_run(
+def call_run(
+    run: Run, request: ChatClientRequest, next_call: Callable[[ChatClientRequest], Any]
+) -> Coroutine[Any, Any, ChatClientResponse]:
+    """``next_call(request)`` (the chain's first hop) in ``run``: its span, the turns advisors
+    hold, the run's totals on the answer, the ending of a finished run (a coroutine to await)."""
+    if obs.tracing_enabled():
+        return _traced_call(run, request, next_call)
+    return _call(run, request, next_call)
+
+
+async def _traced_call(
     run: Run, request: ChatClientRequest, next_call: Callable[[ChatClientRequest], Any]
 ) -> ChatClientResponse:
-    """``next_call(request)`` (the chain's first hop) in ``run``: its span, the turns advisors
-    hold, the run's totals on the answer, the ending of a finished run."""
-    if obs.tracing_enabled():
-        with obs.span("advisorchain request", _request_attributes(run)) as span:
-            run.span = span
-            try:
-                return await _call(run, request, next_call)
-            finally:
-                obs.record_run(span, run.meter.run_usage())
-    return await _call(run, request, next_call)
+    with obs.span("advisorchain request", _request_attributes(run)) as span:
+        run.span = span
+        try:
+            return await _call(run, request, next_call)
+        finally:
+            obs.record_run(span, run.meter.run_usage())
 
 
 async def _call(

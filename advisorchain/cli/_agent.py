@@ -17,7 +17,16 @@ from ..errors import AdvisorChainError, ModelError, UsageLimitExceeded
 from ..memory import ChatMemory, ChatMemoryDecodeError, ChatMemoryRepository
 from ..model import ChatModel
 from ..usage import RunUsage, UsageLimits
-from ._display import Display, LineReader, ShownTool, approver, read_line, stdin_is_terminal, usage_line
+from ._display import (
+    AgentMarks,
+    Display,
+    LineReader,
+    ShownTool,
+    approver,
+    read_line,
+    stdin_is_terminal,
+    usage_line,
+)
 from ._options import AgentOptions, BudgetOptions, ModelOptions
 from ._setup import CliError, build_model, load_tools, mcp_servers, parse_model, server_of
 
@@ -80,6 +89,7 @@ class Agent:
     repository: ChatMemoryRepository
     knowledge: Any = None
     limits: UsageLimits | None = None
+    start: Any = None  # --agents: the agent that starts (an advisorchain.agents.Agent)
     cache: bool = False
     memory: ChatMemory = field(init=False)
 
@@ -112,6 +122,7 @@ class Agent:
             self.manager,
             self.knowledge,
             self.limits,
+            self.start,
             cache=self.cache,
         )
 
@@ -124,14 +135,15 @@ def agent_client(
     manager: Any,
     knowledge: Any = None,
     limits: UsageLimits | None = None,
+    start: Any = None,
     *,
     cache: bool = False,
 ) -> ChatClient:
     """The agent every command runs (chat, demo, eval, web): memory outside the tool loop (a
     cancelled or failed turn stores nothing), the tool loop with ``manager``, the tools, the system
     text, ``knowledge`` (``--knowledge``: a QuestionAnswerAdvisor, inside memory, outside the loop) and
-    what each answer may spend (``--max-cost``, ``--max-requests``); ``cache`` (``--cache``): a
-    PromptCacheAdvisor with its defaults."""
+    what each answer may spend (``--max-cost``, ``--max-requests``); ``start`` is the agent that
+    starts (``--agents``); ``cache`` (``--cache``): a PromptCacheAdvisor with its defaults."""
     from ..advisors import MessageChatMemoryAdvisor, PromptCacheAdvisor, ToolCallingAdvisor
 
     advisors: list[Any] = [MessageChatMemoryAdvisor(memory), ToolCallingAdvisor(manager)]
@@ -143,6 +155,7 @@ def agent_client(
         default_advisors=[*advisors, *([knowledge] if knowledge is not None else [])],
         default_tools=list(tools),
         usage_limits=limits,
+        default_agent=start,
     )
 
 
@@ -160,17 +173,35 @@ async def open_agent(
     from ..tools import ToolCallingManager, tool_callbacks
 
     agent_tools = load_tools(options.tools)  # usage errors (exit 2) before a missing key (exit 1)
+    start = None
+    if options.agents is not None:
+        from ._agents_file import load_agents
+
+        timeout = options.model.timeout
+        start = load_agents(
+            options.agents,
+            wrap_tool=lambda cb: ShownTool(cb, display, capture=capture),
+            build_model=lambda label: ModelChoice.build(ModelOptions(label, None, timeout)).model,
+        )
     servers = mcp_servers(options.mcp, options.mcp_url)
     model = ModelChoice.build(options.model)
     refuse_unpriced_cost_limit(options.budget, model.model)
     knowledge = open_knowledge_advisor(options.knowledge, stack)
     manager = ToolCallingManager(approver=approver(display, options.approve_all, stdin_is_terminal(), read))
     agent = Agent(
-        model, options.system, [], manager, repository, knowledge, options.budget.limits(), options.cache
+        model,
+        options.system,
+        [],
+        manager,
+        repository,
+        knowledge,
+        options.budget.limits(),
+        cache=options.cache,
     )
     stack.push_async_callback(agent.aclose)
     entered = [await stack.enter_async_context(server) for server in servers]
     agent.tools = [ShownTool(cb, display, capture=capture) for cb in tool_callbacks(*agent_tools, *entered)]
+    agent.start = start
     return agent
 
 
@@ -214,17 +245,19 @@ async def ask(
     display.waiting()
     spec = agent.client().prompt(question).param(ChatMemory.CONVERSATION_ID, conversation_id)
     context: Mapping[str, Any] | None = None
+    marks = AgentMarks(display)  # with --agents: [<agent>] before each answer, a line per handoff
     try:
         if stream:
             async with closing(spec.astream().chat_client_responses()) as chunks:
                 async for chunk in chunks:
                     chat = chunk.chat_response
                     if chat is not None and chat.text:
-                        display.text(chat.text)
+                        display.text(chat.text, marks.opening(chunk.context))
                     context = chunk.context  # the last chunk's holds the citations and the run's usage
         else:
             answer = await spec.acall().chat_client_response()
-            display.text(answer.chat_response.text or "" if answer.chat_response is not None else "")
+            text = answer.chat_response.text or "" if answer.chat_response is not None else ""
+            display.text(text, marks.opening(answer.context))
             context = answer.context
     finally:
         display.end_answer()

@@ -10,7 +10,7 @@ import re
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, TextIO
 
 from rich.console import Console
@@ -189,6 +189,23 @@ _CLEAR_LINE = "\x1b[K"
 _HIDE_CURSOR = "\x1b[?25l"
 _SHOW_CURSOR = "\x1b[?25h"
 _FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+
+
+class AgentMarks:
+    """``--agents``: each handoff of a turn as one line, and ``[<agent>]`` before each answer."""
+
+    def __init__(self, display: Display) -> None:
+        self.display = display
+        self.shown = 0
+
+    def opening(self, context: Mapping[str, Any]) -> str:
+        """Show the handoffs ``context`` names that were not shown yet; the answer's opening."""
+        handoffs = context.get("advisorchain.handoffs") or ()
+        for source, target in handoffs[self.shown :]:
+            self.display.event(f"↪ handoff {source} -> {target}")
+        self.shown = max(self.shown, len(handoffs))
+        agent = context.get("advisorchain.active_agent")
+        return f"[{agent}] " if isinstance(agent, str) else ""
 
 
 class _Ticker(threading.Thread):

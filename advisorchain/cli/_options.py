@@ -83,6 +83,7 @@ class AgentOptions:
     budget: BudgetOptions = BudgetOptions()
     cache: bool = False
     """``--cache``: a PromptCacheAdvisor with its defaults (API.md §21)."""
+    agents: str | None = None
 
 
 def _model_flags(default: str | None, help: str) -> list[Callable[[Any], Any]]:
@@ -128,6 +129,13 @@ _AGENT_FLAGS: list[Callable[[Any], Any]] = [
         is_flag=True,
         help="Ask the provider to cache the stable prefix of each request (a PromptCacheAdvisor); "
         "the cached share is shown beside each answer's tokens.",
+    ),
+    click.option(
+        "--agents",
+        "agents",
+        metavar="FILE",
+        help="A YAML file of agents (name, instructions, description, tools, handoffs, model); the "
+        "first one starts and hands the conversation over to the others.",
     ),
 ]
 

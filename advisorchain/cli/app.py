@@ -26,6 +26,7 @@ from ._setup import build_model, parse_model
 from .chat import Interrupted, chat
 from .evals import eval_command
 from .index import index
+from .serve import serve_command
 from .web import web_command
 
 __all__ = ["app", "main"]
@@ -148,6 +149,7 @@ app.add_command(chat)
 app.add_command(sessions)
 app.add_command(eval_command)
 app.add_command(web_command)
+app.add_command(serve_command)
 app.add_command(index)
 
 

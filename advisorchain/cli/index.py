@@ -6,13 +6,18 @@ and, for Markdown, its first heading (``title``). A file is added in one transac
 all there or none); then the chunks of its earlier versions are deleted, so re-indexing a changed
 file replaces its chunks, and an unchanged file is skipped without embedding anything.
 
-Every path is checked before anything is indexed: one that does not exist, or a file that is not
-UTF-8 text, stops the command with nothing written.
+Every path is checked before anything is indexed: one that does not exist, one that is not a
+regular file (a named pipe or a device named on the command line), a file over ``--max-file-size``
+(4 MB by default) or a file that is not UTF-8 text stops the command with nothing written. A file
+is opened without blocking and read no further than the size bound, so a FIFO never hangs the
+command and ``/dev/zero`` never fills the memory.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
+import stat
 import sys
 import time
 from collections.abc import Iterator
@@ -27,6 +32,10 @@ from ._options import debug_option
 from .knowledge import KnowledgeBase, open_knowledge
 
 __all__ = ["index"]
+
+_MB = 1_000_000
+DEFAULT_MAX_FILE_MB = 4.0
+"""The largest file ``index`` reads unless ``--max-file-size`` says otherwise (in MB of 10**6 bytes)."""
 
 _SUFFIXES = (".md", ".markdown", ".txt")
 """The files a folder contributes (a file named on the command line may have any suffix)."""
@@ -46,8 +55,8 @@ class _File:
         return self.path.resolve().as_posix()
 
 
-def _read(path: Path, shown: str) -> _File:
-    data = path.read_bytes()
+def _read(path: Path, shown: str, max_bytes: int) -> _File:
+    data = _read_regular(path, shown, max_bytes)
     if b"\0" in data[:8192]:
         raise click.BadParameter(
             f"{shown} is a binary file; index text and Markdown files (.md, .txt)", param_hint="'PATH...'"
@@ -63,9 +72,45 @@ def _read(path: Path, shown: str) -> _File:
     return _File(path, shown, text, hashlib.sha256(data).hexdigest()[:16])
 
 
-def collect(paths: tuple[Path, ...]) -> list[_File]:
+def _kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "a named pipe (FIFO)"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    return "not a regular file"
+
+
+def _read_regular(path: Path, shown: str, max_bytes: int) -> bytes:
+    """The bytes of ``path``, refused unless it is a regular file of at most ``max_bytes``: opened
+    without blocking (a FIFO without a writer would wait forever) and read no further than the bound."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        raise click.BadParameter(f"{shown} cannot be read ({exc.strerror})", param_hint="'PATH...'") from None
+    with os.fdopen(fd, "rb") as file:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise click.BadParameter(
+                f"{shown} is {_kind(mode)}, not a regular file; index text and Markdown files (.md, .txt)",
+                param_hint="'PATH...'",
+            )
+        data = file.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise click.BadParameter(
+            f"{shown} is over the {max_bytes / _MB:g} MB a file may have; split it, or raise --max-file-size",
+            param_hint="'PATH...'",
+        )
+    return data
+
+
+def collect(paths: tuple[Path, ...], max_bytes: int = int(DEFAULT_MAX_FILE_MB * _MB)) -> list[_File]:
     """The files to index, in order, each read and checked (a folder: its text and Markdown files,
-    hidden ones left out)."""
+    hidden ones left out; a file named on the command line: a regular file, any suffix), none over
+    ``max_bytes``."""
     found: dict[Path, _File] = {}
     for given in paths:
         if given.is_dir():
@@ -82,9 +127,9 @@ def collect(paths: tuple[Path, ...]) -> list[_File]:
                     param_hint="'PATH...'",
                 )
             for p in inside:
-                found.setdefault(p.resolve(), _read(p, str(p)))
+                found.setdefault(p.resolve(), _read(p, str(p), max_bytes))
         else:
-            found.setdefault(given.resolve(), _read(given, str(given)))
+            found.setdefault(given.resolve(), _read(given, str(given), max_bytes))
     return list(found.values())
 
 
@@ -172,8 +217,24 @@ def _progress(total: int) -> Iterator[tuple[Any, Any]]:
     show_default=True,
     help="Tokens consecutive chunks share.",
 )
+@click.option(
+    "--max-file-size",
+    "max_file_mb",
+    type=click.FloatRange(min=0, min_open=True),
+    default=DEFAULT_MAX_FILE_MB,
+    show_default=True,
+    metavar="MB",
+    help="Refuse a file larger than this many megabytes (10**6 bytes).",
+)
 @debug_option
-def index(paths: tuple[Path, ...], store_url: str, chunk_size: int, chunk_overlap: int, debug: bool) -> None:
+def index(
+    paths: tuple[Path, ...],
+    store_url: str,
+    chunk_size: int,
+    chunk_overlap: int,
+    max_file_mb: float,
+    debug: bool,
+) -> None:
     """Split text and Markdown files (or folders of them) into chunks and add them to a knowledge
     base, for 'chat --knowledge URL'. Re-indexing a changed file replaces its chunks."""
     from ..rag import TextSplitter
@@ -183,7 +244,7 @@ def index(paths: tuple[Path, ...], store_url: str, chunk_size: int, chunk_overla
             f"--chunk-overlap ({chunk_overlap}) must be smaller than --chunk-size ({chunk_size})",
             param_hint="'--chunk-overlap'",
         )
-    files = collect(paths)  # every path checked before anything is written
+    files = collect(paths, int(max_file_mb * _MB))  # every path checked before anything is written
     splitter = TextSplitter(chunk_size, chunk_overlap)
     planned = [(file, _chunks(file, splitter)) for file in files]
     base = open_knowledge(store_url, option="--store", create=True)

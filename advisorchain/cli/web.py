@@ -24,7 +24,7 @@ from ..memory import ChatMemoryRepository
 from ..model import ChatModel
 from ..usage import UsageLimits
 from ._agent import MAX_MESSAGES, ModelChoice, agent_client, close_model, open_knowledge_advisor
-from ._options import AgentOptions, agent_options
+from ._options import AgentOptions, ModelOptions, agent_options
 from ._sessions import open_store
 from ._setup import CliError, load_tools, mcp_servers
 
@@ -46,6 +46,7 @@ class WebSettings:
     approve_all: bool
     knowledge: str | None = None
     limits: UsageLimits | None = None
+    start: Any = None  # --agents: the agent that starts
     cache: bool = False
 
 
@@ -67,6 +68,7 @@ def _agent(settings: WebSettings, mcp_tools: list[object], knowledge: Any = None
         manager,
         knowledge,
         settings.limits,
+        settings.start,
         cache=settings.cache,
     )
 
@@ -102,6 +104,14 @@ def web_command(agent: AgentOptions, host: str, port: int, debug: bool) -> int:
         llm = ModelChoice.build(agent.model).model
         label, extra_tools = agent.model.model, []
     loaded = [*extra_tools, *load_tools(agent.tools)]
+    start = None
+    if agent.agents is not None:
+        from ._agents_file import load_agents
+
+        timeout = agent.model.timeout
+        start = load_agents(
+            agent.agents, build_model=lambda m: ModelChoice.build(ModelOptions(m, None, timeout)).model
+        )
     servers = mcp_servers(agent.mcp, agent.mcp_url)
     sock = _listen(host, port)
     store = open_store(memory)
@@ -117,6 +127,7 @@ def web_command(agent: AgentOptions, host: str, port: int, debug: bool) -> int:
         agent.approve_all,
         agent.knowledge,
         agent.budget.limits(),
+        start,
         agent.cache,
     )
     try:

@@ -22,6 +22,8 @@ from .._checks import check_conversation_id
 from .._run_meter import RunMeter
 from ..advisors import AdvisorParams, ToolCallingAdvisor
 from ..advisors.api import CallAdvisorChain, ChatClientRequest, ChatClientResponse, Ordered
+from ..agents import Agent, HandoffAdvisor
+from ..agents.agent import graph_agents, rebuilt
 from ..client import ChatClient, ChatClientRequestSpec
 from ..errors import ChainConfigurationError, ModelError
 from ..memory.api import ChatMemory
@@ -129,6 +131,16 @@ class DurableParts:
                     f"two tools of agent {name!r} are named {cb.definition.name!r}; tool names must be unique"
                 )
             self.tools[cb.definition.name] = cb
+        # Several agents (default_agent, or a HandoffAdvisor): each agent's tools are seams too.
+        self.agent_tools: dict[str, ToolCallback] = {}
+        for agent in _agents_of(client):
+            if agent.model is not None:
+                raise ChainConfigurationError(
+                    f"agent {agent.name!r} has a model of its own, which a durable run cannot record; "
+                    "give the durable agent's ChatClient the model (Agent(model=None))"
+                )
+            for cb in agent.tool_callbacks():
+                self.agent_tools[self.agent_tool_seam(agent.name, cb.definition.name)] = cb
         self.memories: list[ChatMemory] = []
         for advisor in client.default_advisors:
             for value in _memories_of(advisor):
@@ -145,6 +157,9 @@ class DurableParts:
     def tool_seam(self, tool_name: str) -> str:
         return f"{self.name}.tool.{tool_name}"
 
+    def agent_tool_seam(self, agent_name: str, tool_name: str) -> str:
+        return f"{self.name}.agent.{agent_name}.tool.{tool_name}"
+
     def memory_seam(self, index: int, op: str) -> str:
         which = "memory" if len(self.memories) == 1 else f"memory{index}"
         return f"{self.name}.{which}.{op}"
@@ -156,6 +171,8 @@ class DurableParts:
         for tool_name, cb in self.tools.items():
             if tool_name not in self.workflow_tools:
                 handlers[self.tool_seam(tool_name)] = _tool_handler(cb)
+        for seam, cb in self.agent_tools.items():
+            handlers[seam] = _tool_handler(cb)
         for index, memory in enumerate(self.memories):
             for op in _MEMORY_OPS:
                 handlers[self.memory_seam(index, op)] = _memory_handler(memory, op)
@@ -202,6 +219,7 @@ class DurableParts:
             self.stores.advised(self._with_memory_seams(a, memories), dispatch)
             for a in client.default_advisors
         ]
+        advisors = [_seamed_handoffs(a, self, dispatch) for a in advisors]
         recorder = _ResultRecorder()
         durable = ChatClient(
             _ModelSeam(self.model_seam, dispatch, stream, client.model),
@@ -215,6 +233,7 @@ class DurableParts:
             tool_calling_auto_register=client.tool_calling_auto_register,
             usage_limits=client.usage_limits,
             prices=client.prices,
+            default_agent=_seamed_agent(client.default_agent, self, dispatch),
         )
         return durable, recorder
 
@@ -234,6 +253,37 @@ class DurableParts:
 
     def _memory_index(self, memory: object) -> int:
         return next(i for i, m in enumerate(self.memories) if m is memory)
+
+
+def _agents_of(client: ChatClient) -> list[Agent]:
+    """The agents a client's requests may run (its default agent's graph, a HandoffAdvisor's)."""
+    starts = [client.default_agent] if client.default_agent is not None else []
+    starts += [a.agent for a in client.default_advisors if isinstance(a, HandoffAdvisor)]
+    found: dict[int, Agent] = {}
+    for start in starts:
+        for agent in graph_agents(start):
+            found.setdefault(id(agent), agent)
+    return list(found.values())
+
+
+def _seamed_agent(agent: Agent | None, parts: DurableParts, dispatch: Dispatch) -> Agent | None:
+    """``agent``'s graph with each agent's tools replaced by their seams (workflow code)."""
+    if agent is None:
+        return None
+
+    def seam(owner: Agent, cb: ToolCallback) -> ToolCallback:
+        return _ToolSeam(cb, parts.agent_tool_seam(owner.name, cb.definition.name), dispatch)
+
+    return rebuilt(agent, seam)
+
+
+def _seamed_handoffs(advisor: object, parts: DurableParts, dispatch: Dispatch) -> object:
+    """A HandoffAdvisor over the seamed graph of its agent; any other advisor as it is."""
+    if not isinstance(advisor, HandoffAdvisor):
+        return advisor
+    agent = _seamed_agent(advisor.agent, parts, dispatch)
+    assert agent is not None
+    return HandoffAdvisor(agent, max_handoffs=advisor.max_handoffs, order=advisor.order)
 
 
 def _is_memory(value: object) -> bool:

@@ -62,7 +62,8 @@ class DBOSAgent(Generic[OutputT]):
     """Runs a ChatClient's requests as DBOS workflows: the advisor chain and tool loop are the
     workflow's code; model calls, the agent's tools (the client's default tools, MCP servers
     included, plus ``tools``) and memory reads/writes are steps named ``<name>.model``,
-    ``<name>.tool.<tool>``, ``<name>.memory.<op>``; the workflow is ``<name>.run``.
+    ``<name>.tool.<tool>``, ``<name>.memory.<op>`` (the tools of the client's agents:
+    ``<name>.agent.<agent>.tool.<tool>``); the workflow is ``<name>.run``.
 
     Create every agent before ``DBOS.launch()`` (DBOS registers workflows and steps then), with the
     same ``name`` in every process that may resume its runs. ``workflow_tools`` run as workflow

@@ -79,7 +79,8 @@ class TemporalAgent(Generic[OutputT]):
     """Runs a ChatClient's requests as Temporal workflows: the advisor chain and tool loop are the
     workflow's code; model calls, the agent's tools (the client's default tools, MCP servers
     included, plus ``tools``) and memory reads/writes are activities named ``<name>.model``,
-    ``<name>.tool.<tool>``, ``<name>.memory.<op>``; the workflow type is ``<name>.run``.
+    ``<name>.tool.<tool>``, ``<name>.memory.<op>`` (the tools of the client's agents:
+    ``<name>.agent.<agent>.tool.<tool>``); the workflow type is ``<name>.run``.
 
     Register ``workflow`` and ``activities`` on your workers. The workflow runs outside Temporal's
     sandbox: the chain does no I/O and reads no clock in workflow code (everything that does is an

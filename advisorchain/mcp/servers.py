@@ -5,15 +5,19 @@ HTTP). Entered, a server lists its tools once and hands them out as ToolCallback
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import os
 import re
 import shlex
 import sys
+import urllib.request
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Self, TextIO
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx2
 import mcp
@@ -28,7 +32,7 @@ from opentelemetry import trace
 from .. import _sync
 from .._checks import check_int
 from .._tool_types import ToolText
-from .._urls import redact_url
+from .._urls import redact_url, split_userinfo
 from ..errors import ChainConfigurationError, ToolError
 from ..tools import InvalidToolArgumentsError, ToolCallback, ToolContext, ToolDefinition, ToolMetadata
 from ..tools.callbacks import FixedTool
@@ -404,16 +408,90 @@ class McpServerHttp(_McpServer):
     @asynccontextmanager
     async def _transport(self) -> AsyncIterator[Any]:
         timeout = httpx2.Timeout(self.timeout, read=max(self.timeout, _SSE_READ_TIMEOUT))
-        async with (
-            httpx2.AsyncClient(headers=self.headers, timeout=timeout) as http,
-            streamable_http_client(self.url, http_client=http) as streams,
-        ):
+        bare, secrets = _without_secrets(self.url)
+        if secrets is None:
+            http = httpx2.AsyncClient(headers=self.headers, timeout=timeout)
+        else:  # the SDK and httpx get (and log) the bare URL; the secrets join below their logging
+            transport = _UrlSecrets(httpx2.AsyncHTTPTransport(proxy=_env_proxy(bare)), bare, secrets)
+            http = httpx2.AsyncClient(
+                headers=self.headers, timeout=timeout, transport=transport, trust_env=False
+            )
+        async with http, streamable_http_client(bare, http_client=http) as streams:
             yield streams
 
     def _start_hint(self, error: BaseException) -> str:
         if isinstance(error, httpx2.ConnectError):
             return f"; is the server running and listening at {redact_url(self.url)!r}?"
         return ""
+
+
+@dataclass(frozen=True)
+class _Secrets:
+    """What a URL carries that must not be logged: its raw query and its ``Authorization`` header."""
+
+    query: bytes
+    authorization: bytes | None
+
+
+def _without_secrets(url: str) -> tuple[str, _Secrets | None]:
+    """``url`` without its userinfo and query, and those two as a ``_Secrets`` (None when it has
+    neither): the MCP SDK logs the URL it is given, and httpx logs every request's URL."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc and not parts.query:
+        return url, None
+    bare, user, password = split_userinfo(urlunsplit(parts._replace(query="", fragment="")))
+    authorization = None
+    if user is not None:
+        pair = f"{user}:{password or ''}".encode()
+        authorization = b"Basic " + base64.b64encode(pair)
+    return bare, _Secrets(httpx2.URL(url).query, authorization)
+
+
+def _env_proxy(url: str) -> str | None:
+    """The proxy the environment (``HTTP_PROXY``, ``NO_PROXY``, ...) names for ``url``, as httpx
+    would use it."""
+    parts = urlsplit(url)
+    proxies = urllib.request.getproxies()
+    if not parts.hostname or urllib.request.proxy_bypass(parts.hostname):
+        return None
+    proxy = proxies.get(parts.scheme) or proxies.get("all")
+    if not proxy:
+        return None
+    return proxy if "://" in proxy else f"http://{proxy}"
+
+
+class _UrlSecrets(httpx2.AsyncBaseTransport):
+    """Adds the endpoint URL's query and Basic credentials to each request for the endpoint, below
+    httpx's request logging, so no logger sees them; a request elsewhere goes as it is."""
+
+    def __init__(self, inner: httpx2.AsyncBaseTransport, endpoint: str, secrets: _Secrets) -> None:
+        self._inner = inner
+        self._endpoint = httpx2.URL(endpoint)
+        self._secrets = secrets
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        url, endpoint = request.url, self._endpoint
+        if (url.scheme, url.host, url.port, url.path) == (
+            endpoint.scheme,
+            endpoint.host,
+            endpoint.port,
+            endpoint.path,
+        ):
+            query = self._secrets.query if not url.query else url.query + b"&" + self._secrets.query
+            headers = request.headers.copy()
+            if self._secrets.authorization is not None and "authorization" not in headers:
+                headers["authorization"] = self._secrets.authorization.decode("ascii")
+            request = httpx2.Request(
+                request.method,
+                url.copy_with(query=query or None),
+                headers=headers,
+                stream=request.stream,
+                extensions=request.extensions,
+            )
+        return await self._inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
 
 
 def _string_map(value: Mapping[str, str] | None, name: str, keys: str) -> dict[str, str] | None:

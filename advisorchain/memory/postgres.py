@@ -18,6 +18,10 @@ from .sqlite import check_table_name
 
 __all__ = ["PostgresChatMemoryRepository"]
 
+# How long a first wait for a pooled connection lasts before the server is probed: a dead server is
+# named within seconds, not after the pool's whole ``timeout``.
+_PROBE_AFTER = 3.0
+
 # First key of the two-int advisory locks this module takes ("ACMM"); the second is the hash of
 # the conversation id (or 0 for schema creation). Colliding hashes only serialise two writers.
 _LOCK_SPACE = 0x41434D4D
@@ -44,6 +48,11 @@ class PostgresChatMemoryRepository(BlockingRepository):
 
     Turns on one conversation are ordered across processes by a session advisory lock taken on one
     connection of its own (so it is released at once if the process dies; ``lock_lease`` is None).
+
+    A server that cannot be reached, or that drops the connection, fails the call within seconds with
+    a ``ConnectionError`` naming the server (``host:port``, never the password) and the reason: a
+    connection the pool does not hand out within 3 s makes the repository try the server directly.
+    ``timeout`` bounds the wait for a connection when the pool is busy.
 
     >>> repository = PostgresChatMemoryRepository("postgresql://app@localhost/app")
     >>> memory = MessageWindowChatMemory(repository)
@@ -73,19 +82,28 @@ class PostgresChatMemoryRepository(BlockingRepository):
         self._ready_lock = threading.Lock()
         self._sql = _statements(psycopg.sql, self.table_name)
         self._dsn = dsn
+        self._psycopg = psycopg
+        self._pool_timeout: type[Exception] = psycopg_pool.PoolTimeout
+        self._timeout = timeout
+        self._max_size = max_size
+        self._server = _server_of(psycopg, dsn)
         self._connect = psycopg.connect
         self._lock_conn: Any = None
         self._lock_conn_lock = threading.Lock()
         self.lock_lease: float | None = None
 
+    def __repr__(self) -> str:
+        return f"PostgresChatMemoryRepository({self._server}, table {self.table_name!r})"
+
     # -- connections ---------------------------------------------------------------------------
 
     @contextmanager
     def _connection(self) -> Iterator[Any]:
-        """A pooled autocommit connection: each statement is its own transaction."""
+        """A pooled autocommit connection: each statement is its own transaction. A server that
+        cannot be reached or drops the connection is a ``ConnectionError`` naming it."""
         if not self._ready:
             self._prepare()
-        with self._pool.connection() as conn:
+        with self._pooled() as conn:
             yield conn
 
     @contextmanager
@@ -94,12 +112,65 @@ class PostgresChatMemoryRepository(BlockingRepository):
         with self._connection() as conn, conn.transaction():
             yield conn
 
+    @contextmanager
+    def _pooled(self) -> Iterator[Any]:
+        conn = self._getconn()
+        try:
+            with conn:
+                yield conn
+        except self._psycopg.OperationalError as exc:
+            if conn.broken or conn.closed:  # the server went away (not a lock timeout, say)
+                raise self._unreachable(exc, "dropped the connection") from exc
+            raise
+        finally:
+            self._pool.putconn(conn)
+
+    def _getconn(self) -> Any:
+        """A connection of the pool; when none comes within a few seconds, the server is tried
+        directly, so that a dead one is named at once instead of after the pool's ``timeout``."""
+        first = min(self._timeout, _PROBE_AFTER)
+        try:
+            return self._pool.getconn(timeout=first)
+        except self._pool_timeout:
+            pass
+        self._probe()
+        rest = self._timeout - first
+        if rest > 0:
+            try:
+                return self._pool.getconn(timeout=rest)
+            except self._pool_timeout:
+                pass
+        raise self._pool_timeout(
+            f"{self!r}: no pooled connection came free within {self._timeout:g} s though the server answers; "
+            f"raise max_size (now {self._max_size}) or timeout"
+        )
+
+    def _probe(self) -> None:
+        """Connect to the server directly, once: a ConnectionError naming it and the reason when it
+        cannot be reached."""
+        try:
+            self._connect(self._dsn, connect_timeout=_connect_timeout(self._timeout)).close()
+        except self._psycopg.OperationalError as exc:
+            raise self._unreachable(exc, "could not be reached") from exc
+
+    def _unreachable(self, exc: BaseException, what: str) -> ConnectionError:
+        reason = " ".join(str(exc).split()) or type(exc).__name__
+        return ConnectionError(
+            f"{self!r}: the PostgreSQL server at {self._server} {what} ({reason}); check that it is "
+            "running and accepts connections"
+        )
+
     def _prepare(self) -> None:
         with self._ready_lock:
             if self._ready:
                 return
-            self._pool.open(wait=True)
-            with self._pool.connection() as conn, conn.transaction():
+            self._probe()  # a server that is not there fails at once, before the pool tries it
+            try:
+                self._pool.open(wait=True, timeout=self._timeout)  # the workers idle once it returns
+            except self._pool_timeout:
+                self._probe()  # it went away meanwhile: named
+                raise
+            with self._pooled() as conn, conn.transaction():
                 # CREATE TABLE IF NOT EXISTS races with itself across processes; the lock orders them.
                 conn.execute("SELECT pg_advisory_xact_lock(%s, 0)", (_LOCK_SPACE,))
                 conn.execute(self._sql["create"])
@@ -200,13 +271,39 @@ class PostgresChatMemoryRepository(BlockingRepository):
     def _on_lock_connection(self, statement: str, conversation_id: str) -> Any:
         check_conversation_id(conversation_id)
         with self._lock_conn_lock:
-            if self._lock_conn is None or self._lock_conn.closed:
-                self._lock_conn = self._connect(self._dsn, autocommit=True)
-            row = self._lock_conn.execute(statement, (_TURN_SPACE, conversation_id)).fetchone()
+            if self._lock_conn is None or self._lock_conn.closed or self._lock_conn.broken:
+                try:
+                    self._lock_conn = self._connect(
+                        self._dsn, autocommit=True, connect_timeout=_connect_timeout(self._timeout)
+                    )
+                except self._psycopg.OperationalError as exc:
+                    raise self._unreachable(exc, "could not be reached") from exc
+            try:
+                row = self._lock_conn.execute(statement, (_TURN_SPACE, conversation_id)).fetchone()
+            except self._psycopg.OperationalError as exc:
+                if self._lock_conn.broken or self._lock_conn.closed:
+                    raise self._unreachable(exc, "dropped the connection") from exc
+                raise
             return row[0]
 
     def _lock(self, conn: Any, conversation_id: str) -> None:
         conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (_LOCK_SPACE, conversation_id))
+
+
+def _server_of(psycopg: Any, dsn: str) -> str:
+    """``host:port`` of a DSN (a URL or ``key=value`` pairs), never its password."""
+    try:
+        info = psycopg.conninfo.conninfo_to_dict(dsn)
+    except psycopg.ProgrammingError:
+        return "an unparsable DSN"
+    host = str(info.get("host") or info.get("hostaddr") or "localhost").split(",")[0]
+    port = str(info.get("port") or "5432").split(",")[0]
+    return f"{host}:{port}"
+
+
+def _connect_timeout(timeout: float) -> int:
+    """libpq's ``connect_timeout`` (whole seconds, at least 2) for a direct connection."""
+    return max(2, min(int(timeout), 10))
 
 
 def _statements(sql: Any, table_name: str) -> dict[str, Any]:

@@ -38,6 +38,11 @@ class Document:
             raise TypeError(f"Document.metadata must be a mapping, got {self.metadata!r}")
         if self.id is not None and (not isinstance(self.id, str) or not self.id):
             raise ValueError(f"Document.id must be a non-empty str or None, got {self.id!r}")
+        if self.id is not None and "\0" in self.id:
+            raise ValueError(
+                f"Document.id {self.id!r} holds a NUL character (\\x00), which no store keeps in an id "
+                "(PostgreSQL text cannot hold it); remove it"
+            )
         # A snapshot: a later change to the caller's dict never shows in the document.
         object.__setattr__(self, "metadata", dict(self.metadata))
 

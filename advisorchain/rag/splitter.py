@@ -1,5 +1,6 @@
 """TextSplitter: documents cut into chunks of about ``chunk_size`` tokens (4 characters a token),
-at paragraph ends first, then sentence ends, then between words — never inside a word.
+at paragraph ends first, then sentence ends, then between words — never inside a word of up to
+``TextSplitter.MAX_WORD_CHARS`` characters.
 
 Every chunk records where it came from: ``source_id``, ``chunk_index`` and the character offsets
 ``start``/``end`` in the source text, so ``source.text[start:end] == chunk.text`` always holds.
@@ -11,6 +12,7 @@ import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import ClassVar
 
 from .._checks import check_int
 from .documents import Document, document_id
@@ -34,11 +36,20 @@ class _Words:
     quality: list[int]
 
     @classmethod
-    def of(cls, text: str) -> _Words:
-        starts, ends, quality = [], [], []
+    def of(cls, text: str, max_word: int, piece: int) -> _Words:
+        """The words of ``text``; a word longer than ``max_word`` characters is cut into pieces of
+        ``piece`` characters (each piece a word of its own, but for the place to cut)."""
+        starts, ends = [], []
         for match in _WORD.finditer(text):
-            starts.append(match.start())
-            ends.append(match.end())
+            start, end = match.span()
+            if end - start > max_word:
+                for cut in range(start, end, piece):
+                    starts.append(cut)
+                    ends.append(min(cut + piece, end))
+            else:
+                starts.append(start)
+                ends.append(end)
+        quality = []
         for i, end in enumerate(ends):
             gap = text[end : starts[i + 1]] if i + 1 < len(starts) else "\n\n"
             if gap.count("\n") >= 2:
@@ -53,10 +64,16 @@ class _Words:
 class TextSplitter:
     """Cuts documents into chunks of at most ``chunk_size`` tokens, consecutive chunks of a source
     overlapping by at most ``chunk_overlap`` tokens (4 characters a token). A single word longer
-    than a chunk is a chunk of its own.
+    than a chunk is a chunk of its own, up to ``MAX_WORD_CHARS`` characters: a longer run of
+    non-space characters (base64, minified code, a file of one "word") is not a word but data, and
+    is cut into pieces of the chunk's size, so no chunk is longer than
+    ``max(chunk_size * 4, MAX_WORD_CHARS)`` characters.
 
     >>> chunks = TextSplitter(chunk_size=200, chunk_overlap=20).split([Document(text, {"path": "a.md"})])
     """
+
+    MAX_WORD_CHARS: ClassVar[int] = 10_000
+    """The longest word kept whole in a chunk of its own (a longer one is cut into chunk-size pieces)."""
 
     def __init__(self, chunk_size: int = 800, chunk_overlap: int = 100) -> None:
         check_int(chunk_size, "chunk_size", minimum=1)
@@ -92,10 +109,10 @@ class TextSplitter:
 
     def spans(self, text: str) -> list[tuple[int, int]]:
         """The ``(start, end)`` character offsets of the chunks of ``text``."""
-        words = _Words.of(text)
+        size = self.chunk_size * CHARS_PER_TOKEN
+        words = _Words.of(text, max(size, self.MAX_WORD_CHARS), size)
         if not words.starts:
             return []
-        size = self.chunk_size * CHARS_PER_TOKEN
         overlap = self.chunk_overlap * CHARS_PER_TOKEN
         spans: list[tuple[int, int]] = []
         first = 0  # index of the chunk's first word

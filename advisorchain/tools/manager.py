@@ -274,8 +274,10 @@ class ToolCallingManager:
         except _ToolFailure:
             raise
         except ToolError as exc:  # told to the model as it is (InvalidToolArgumentsError, McpToolError...)
-            raise _ToolFailure(str(exc)) from exc
+            raise _ToolFailure(str(exc)) from (exc.__cause__ if getattr(exc, "relays_cause", False) else exc)
         except Exception as exc:
+            if getattr(exc, "ends_the_run", False):  # the calling run's budget, spent in an agent tool
+                raise
             detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
             raise _ToolFailure(
                 f"tool {call.name!r} failed with {detail}; check the arguments or answer without it"

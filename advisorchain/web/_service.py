@@ -302,6 +302,7 @@ class WebService:
     async def _stream(self, spec: ChatClientRequestSpec, run: _Run, emit: Emit) -> None:
         context: Mapping[str, Any] = {}
         last: ChatClientResponse | None = None
+        agent: object = None  # the agent answering (with agents): each change is told before its text
         async with closing(spec.astream().chat_client_responses()) as source:
             async for chunk in source:
                 last = chunk
@@ -310,6 +311,11 @@ class WebService:
                     continue
                 text = chat.text
                 if text:
+                    now = chunk.context.get(AdvisorParams.ACTIVE_AGENT)
+                    if now is not None and now != agent:
+                        agent = now
+                        handoffs = [list(h) for h in chunk.context.get(AdvisorParams.HANDOFFS) or ()]
+                        emit("agent", {"name": now, "handoffs": handoffs})
                     emit("text", {"text": text})
                 if chat.metadata.usage is not None:
                     run.usage = chat.metadata.usage

@@ -141,7 +141,10 @@ def turns_of(messages: Sequence[Message]) -> list[dict[str, Any]]:
         if isinstance(m, AssistantMessage):
             turn["answers"] = part = turn.get("answers", 0) + 1
             if m.text:
-                steps.append({"type": "text", "text": m.text, "part": part})
+                step = {"type": "text", "text": m.text, "part": part}
+                if isinstance(m.metadata.get("agent"), str):  # several agents: who answered
+                    step["agent"] = m.metadata["agent"]
+                steps.append(step)
             for call in m.tool_calls:
                 step = {"type": "tool", **call_view(call), "state": "waiting", "part": part}
                 steps.append(step)

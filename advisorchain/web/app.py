@@ -14,6 +14,11 @@ The API (JSON; errors are ``{"error": "one line"}`` with a 4xx status):
   ``queued``, ``run``, ``text``, ``tool``, ``approval``, ``done``, ``error``, ``trace``. Closing it
   cancels the turn; memory stores nothing of a cancelled turn.
 - ``GET /api/version``: a number that grows with every change (other tabs refresh on it).
+
+Every answer, the page's static files included, carries ``Cache-Control: no-store`` and
+``Referrer-Policy: no-referrer`` (their URLs carry the token). A body is at most 1 MB
+(``Content-Length`` or chunked: 413 past it, and a chunked body is never read past it); JSON that
+does not parse, or nests too deep to parse, is a 400. The app hides the token in what uvicorn logs.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import asyncio
 import hmac
 import json
 import logging
+import re
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
 from html import escape
@@ -97,20 +103,26 @@ def create_app(
         ],
     )
     app.add_middleware(_TokenGuard, token=secret)
+    _hide_token_in_logs(secret)
     app.state.token = secret
     app.state.service = service
     return app
 
 
 class _TokenGuard:
-    """Refuses (403) every request without the token, before anything else runs."""
+    """Refuses (403) every request without the token, before anything else runs, and gives every
+    answer (the static files' too) the security headers that keep the token out of caches and
+    ``Referer`` headers."""
 
     def __init__(self, app: ASGIApp, token: str) -> None:
         self._app = app
         self._token = token.encode()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and not self._allowed(scope):
+        if scope["type"] != "http":
+            await self._app(scope, receive, send)
+            return
+        if not self._allowed(scope):
             response = JSONResponse(
                 {"error": "forbidden: open the URL advisorchain web printed (it carries the token)"},
                 status_code=403,
@@ -118,13 +130,66 @@ class _TokenGuard:
             )
             await response(scope, receive, send)
             return
-        await self._app(scope, receive, send)
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers") or ())
+                present = {name.lower() for name, _ in headers}
+                headers.extend(
+                    (name.encode(), value.encode())
+                    for name, value in _SECURITY_HEADERS.items()
+                    if name.encode() not in present
+                )
+                message = {**message, "headers": headers}
+            await send(message)
+
+        await self._app(scope, receive, send_with_headers)
 
     def _allowed(self, scope: Scope) -> bool:
         given = dict(scope.get("headers") or ()).get(TOKEN_HEADER.encode())
         if given is None:
             given = _query_token(scope.get("query_string", b""))
         return given is not None and hmac.compare_digest(given, self._token)
+
+
+_TOKEN_IN_QUERY = re.compile(r"([?&]token=)[^&#\s\"]*")
+
+
+class _HideToken(logging.Filter):
+    """Replaces the token (and any ``token=`` query value) in a log record's message and arguments."""
+
+    def __init__(self, token: str) -> None:
+        super().__init__()
+        self._secrets = {token, quote(token, safe="")}
+
+    def _hide(self, value: object) -> object:
+        if not isinstance(value, str):
+            return value
+        value = _TOKEN_IN_QUERY.sub(r"\1[hidden]", value)
+        for secret in self._secrets:
+            value = value.replace(secret, "[hidden]")
+        return value
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg = self._hide(record.msg)
+        if isinstance(record.args, tuple):
+            record.args = tuple(self._hide(a) for a in record.args)
+        elif isinstance(record.args, dict):
+            record.args = {k: self._hide(v) for k, v in record.args.items()}
+        return True
+
+
+def _hide_token_in_logs(token: str, loggers: tuple[str, ...] = ("uvicorn.access", "uvicorn.error")) -> None:
+    """Hide ``token`` in what ``loggers`` log (uvicorn's access log prints every URL, query string
+    included). ``create_app`` does it for its token; once per token and logger."""
+    for name in loggers:
+        if (token, name) in _hidden_pairs:
+            continue
+        _hidden_pairs.add((token, name))
+        logging.getLogger(name).addFilter(_HideToken(token))
+
+
+_hidden_pairs: set[tuple[str, str]] = set()
 
 
 def _query_token(query: bytes) -> bytes | None:
@@ -156,16 +221,27 @@ def _json(data: Any, status: int = 200) -> JSONResponse:
 
 
 async def _body(request: Request, *, optional: bool = False) -> Any:
+    """The request's JSON body, read chunk by chunk and refused (413) as soon as it passes
+    ``_MAX_BODY`` bytes, whether it comes with a ``Content-Length`` or chunked."""
     size = request.headers.get("content-length")
     if size is not None and size.isdigit() and int(size) > _MAX_BODY:
         raise Refused(413, f"the body is {size} bytes; the page sends at most {_MAX_BODY}")
-    raw = await request.body()
+    chunks: list[bytes] = []
+    read = 0
+    async for chunk in request.stream():
+        read += len(chunk)
+        if read > _MAX_BODY:
+            raise Refused(413, f"the body is over {_MAX_BODY} bytes; the page sends at most {_MAX_BODY}")
+        chunks.append(chunk)
+    raw = b"".join(chunks)
     if not raw.strip() and optional:
         return {}
     try:
         return json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
         raise Refused(400, f"the body is not JSON ({error_line(exc)}); send a JSON object") from None
+    except RecursionError:
+        raise Refused(400, "the body's JSON nests too deep to read; send a flat JSON object") from None
 
 
 class _Routes:

@@ -104,6 +104,73 @@ def test_a_path_that_does_not_exist_or_is_not_text_stops_before_anything_is_writ
     assert not (docs.parent / "kb.db").exists()  # nothing written, not even the good file
 
 
+def _fifo(folder: Path) -> Path:
+    os.mkfifo(folder / "pipe.md")
+    return folder / "pipe.md"
+
+
+@pytest.mark.parametrize(
+    ("make", "says"),
+    [
+        (_fifo, "docs/pipe.md is a named pipe (FIFO), not a regular file"),
+        (lambda d: Path("/dev/zero"), "/dev/zero is a device, not a regular file"),
+        (lambda d: Path("/dev/null"), "/dev/null is a device, not a regular file"),
+    ],
+    ids=["fifo", "dev-zero", "dev-null"],
+)
+def test_only_regular_files_are_read_a_pipe_or_device_is_one_line(
+    docs: Path, make: Callable[[Path], Path], says: str
+) -> None:
+    """Issue 37: a FIFO named on the command line hung index forever, /dev/zero filled the memory."""
+    bad = make(docs)
+    shown = str(bad.relative_to(docs.parent)) if bad.is_relative_to(docs.parent) else str(bad)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "advisorchain.cli",
+            "index",
+            "docs/slots.md",
+            shown,
+            "--store",
+            "sqlite:///kb.db",
+        ],
+        cwd=docs.parent,
+        capture_output=True,
+        text=True,
+        timeout=120,  # a hang fails here, not after the suite's own limit
+    )
+    assert done.returncode == 2
+    [line] = done.stderr.strip().splitlines()
+    assert line.startswith("error:") and says in line
+    assert not (docs.parent / "kb.db").exists()
+
+
+def test_a_file_over_the_size_bound_is_refused_before_anything_is_written(docs: Path) -> None:
+    (docs / "big.txt").write_text("word " * 300_000, encoding="utf-8")  # 1.5 MB
+
+    done = cli("index", "docs", "--store", "sqlite:///kb.db", "--max-file-size", "1", cwd=docs.parent)
+
+    assert done.returncode == 2
+    [line] = done.stderr.strip().splitlines()
+    assert "docs/big.txt is over the 1 MB a file may have" in line and "--max-file-size" in line
+    assert not (docs.parent / "kb.db").exists()
+    bad = cli("index", "docs", "--store", "sqlite:///kb.db", "--max-file-size", "0", cwd=docs.parent)
+    assert bad.returncode == 2 and "--max-file-size" in bad.stderr
+
+
+def test_a_5_mb_file_of_one_word_is_refused_by_the_default_bound(docs: Path) -> None:
+    """Issue 37: it was one 5 MB chunk, about 20 minutes of local embedding."""
+    (docs / "blob.txt").write_text("QUJD" * 1_250_000, encoding="ascii")
+
+    done = cli("index", "docs", "--store", "sqlite:///kb.db", cwd=docs.parent)
+
+    assert done.returncode == 2
+    [line] = done.stderr.strip().splitlines()
+    assert "docs/blob.txt is over the 4 MB a file may have" in line
+    assert not (docs.parent / "kb.db").exists()
+
+
 @pytest.mark.parametrize("url", ["kb.db", "sqlite:///", "mysql://x/y", "postgresql://h/db?table=x;drop"])
 def test_a_store_url_that_names_no_store_is_a_usage_error(docs: Path, url: str) -> None:
     done = cli("index", "docs", "--store", url, cwd=docs.parent)
@@ -152,7 +219,7 @@ def test_a_knowledge_base_that_is_not_there_is_one_clear_line(tmp_path: Path, ur
     assert not (tmp_path / "missing.db").exists()
 
 
-@pytest.mark.parametrize("command", ["chat", "eval", "web"])
+@pytest.mark.parametrize("command", ["chat", "eval", "web", "serve"])
 def test_every_agent_command_takes_knowledge(tmp_path: Path, command: str) -> None:
     done = cli(command, "--help", cwd=tmp_path)
     assert "--knowledge URL" in done.stdout

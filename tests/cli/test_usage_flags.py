@@ -134,7 +134,7 @@ def test_a_bad_budget_is_a_usage_error(server_url: str, args: list[str], message
     assert result.exit_code == 2 and message in result.stderr
 
 
-@pytest.mark.parametrize("command", ["chat", "web", "eval", "demo"])
+@pytest.mark.parametrize("command", ["chat", "web", "eval", "demo", "serve"])
 def test_every_agent_command_takes_the_budget_flags(command: str) -> None:
     result = run(command, "--help")
     assert "--max-cost USD" in result.stdout and "--max-requests N" in result.stdout

@@ -58,6 +58,28 @@ def build_client(base_url: str, model: str, tool_file: Path, memory_db: Path) ->
     )
 
 
+def build_agents_client(base_url: str, model: str, tool_file: Path, memory_db: Path) -> ChatClient:
+    """Two agents: ``triage`` hands the conversation to ``billing``, whose tool ``record`` appends
+    to ``tool_file``; memory outside the tool loop in a SQLite file."""
+    from advisorchain.agents import Agent
+
+    @tool
+    def record(n: int) -> str:
+        """Record a number."""
+        with open(tool_file, "a", encoding="utf-8") as f:
+            f.write(f"{n}\n")
+        return f"recorded {n}"
+
+    billing = Agent("billing", instructions="You are billing.", tools=[record])
+    triage = Agent("triage", instructions="You are triage.", handoffs=[billing])
+    memory = MessageWindowChatMemory(SQLiteChatMemoryRepository(str(memory_db)))
+    return ChatClient(
+        OpenAIChatModel(model, base_url=base_url, api_key="test-key"),
+        default_advisors=[MessageChatMemoryAdvisor(memory)],
+        default_agent=triage,
+    )
+
+
 def stored(memory_db: Path, conversation_id: str) -> list[object]:
     """The conversation as stored in the SQLite memory file."""
     return list(SQLiteChatMemoryRepository(str(memory_db)).find_by_conversation_id(conversation_id))

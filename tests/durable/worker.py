@@ -3,7 +3,8 @@
     python -m tests.durable.worker temporal APP TARGET TASK_QUEUE PART...
     python -m tests.durable.worker dbos MODE APP SYSTEM_DB_URL WORKFLOW_ID RESULT_FILE PART...
 
-APP is ``agent`` (``agent_app``; PART: BASE_URL MODEL TOOL_FILE MEMORY_DB) or ``rag`` (``rag_app``;
+APP is ``agent`` or ``agents`` (``agent_app``, one agent or two with a handoff; PART: BASE_URL
+MODEL TOOL_FILE MEMORY_DB) or ``rag`` (``rag_app``;
 PART: BASE_URL MODEL TOOL_FILE KNOWLEDGE_DB QUERY_FILE). ``dbos start`` launches DBOS, starts the
 run and waits to be killed; ``dbos finish`` launches DBOS (which resumes the pending run), waits for
 the run and writes its result as JSON. ``dbos await-approval`` starts the run, says READY once it
@@ -33,6 +34,12 @@ def _agent_client(base_url: str, model: str, tool_file: str, memory_db: str) -> 
     return build_client(base_url, model, Path(tool_file), Path(memory_db))
 
 
+def _agents_client(base_url: str, model: str, tool_file: str, memory_db: str) -> ChatClient:
+    from tests.durable.agent_app import build_agents_client
+
+    return build_agents_client(base_url, model, Path(tool_file), Path(memory_db))
+
+
 def _rag_client(base_url: str, model: str, tool_file: str, knowledge_db: str, query_file: str) -> ChatClient:
     from tests.durable.rag_app import build_rag_client
 
@@ -54,6 +61,7 @@ class App:
 
 APPS = {
     "agent": App(_agent_client, "crashtest", timedelta(seconds=10), "Record 1 and 2.", "c1"),
+    "agents": App(_agents_client, "handofftest", timedelta(seconds=10), "Record 2, billing.", "c1"),
     "rag": App(
         _rag_client, "ragcrash", timedelta(seconds=2), "Which slot holds back WAL? Record 1 and 2.", None
     ),

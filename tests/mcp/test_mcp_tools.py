@@ -4,7 +4,10 @@ parallel calls, the sync form, spans."""
 from __future__ import annotations
 
 import asyncio
+import base64
+import hashlib
 import json
+import logging
 import threading
 from collections.abc import Mapping
 from pathlib import Path
@@ -211,6 +214,55 @@ def test_headers_go_with_every_request_to_an_http_server(scripted_http: McpServe
     )
     ChatClient(model).prompt("header?").tools(scripted_http).call().content()
     assert _responses(model) == ["advisorchain"]
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def test_a_urls_password_and_query_key_reach_the_server_but_no_logger(
+    scripted_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 37: the MCP SDK logs the URL it is given, httpx every request's URL; both get the bare
+    URL, and the credentials join the request below their logging."""
+    host = scripted_url.removeprefix("http://")
+    url = f"http://alice:pa55-w0rd@{host}?api_key=K3Y-s3cret&v=2"
+    basic = base64.b64encode(b"alice:pa55-w0rd").decode()
+    model = ScriptedChatModel(
+        [
+            AssistantMessage(
+                None,
+                [
+                    ToolCall("c1", "digest", '{"where": "header", "name": "authorization"}'),
+                    ToolCall("c2", "digest", '{"where": "query", "name": "api_key"}'),
+                    ToolCall("c3", "digest", '{"where": "query", "name": "v"}'),
+                ],
+            ),
+            "ok",
+        ]
+    )
+    with caplog.at_level(logging.DEBUG):
+        for name in ("mcp", "httpx", "httpx2", "httpcore", "advisorchain"):
+            logging.getLogger(name).setLevel(logging.DEBUG)
+        with McpServerHttp(url) as server:
+            assert "pa55-w0rd" not in repr(server) and "K3Y-s3cret" not in repr(server)
+            ChatClient(model).prompt("who am I?").tools(server).call().content()
+
+    assert _responses(model) == [_sha256(f"Basic {basic}"), _sha256("K3Y-s3cret"), _sha256("2")]
+    logged = "\n".join(f"{r.name} {r.getMessage()} {r.exc_text or ''}" for r in caplog.records)
+    assert any(r.name.startswith(("mcp", "httpx")) for r in caplog.records)  # the loggers did log
+    assert f"{host}" in logged  # the bare URL
+    for secret in ("pa55-w0rd", "K3Y-s3cret", basic, "alice"):
+        assert secret not in logged
+
+
+def test_a_url_without_credentials_is_handed_over_as_it_is(scripted_url: str) -> None:
+    model = ScriptedChatModel(
+        [AssistantMessage(None, [ToolCall("c1", "digest", '{"where": "query", "name": "v"}')]), "ok"]
+    )
+    with McpServerHttp(scripted_url) as server:
+        ChatClient(model).prompt("v?").tools(server).call().content()
+    assert _responses(model) == ["<none>"]
 
 
 def test_a_tool_call_span_names_the_server_and_holds_the_sdk_span(time_server: McpServerStdio) -> None:

@@ -100,22 +100,63 @@ def test_dropping_continues_to_a_user_message_so_no_tool_response_is_orphaned() 
     assert window == [UserMessage("q1"), AssistantMessage("a1")]
 
 
-def test_a_tool_response_whose_call_an_earlier_add_dropped_is_not_stored() -> None:
-    stored = [UserMessage("q0"), _tool_round("c1")[0]]
-    trimmed = apply_window(stored, [_tool_round("c1")[1]], 2)  # the call goes, the response too
-    assert trimmed == []
-
-    window = apply_window(trimmed, [_tool_round("c2")[1], AssistantMessage("a")], 5)
+def test_a_tool_response_whose_call_is_not_stored_is_not_stored() -> None:
+    window = apply_window([], [_tool_round("c2")[1], AssistantMessage("a")], 5)
 
     assert window == []
 
 
-def test_when_no_user_message_is_left_no_other_message_is_kept() -> None:
-    stored = [SystemMessage("rules"), UserMessage("q0"), *_tool_round("c1")]
+def test_a_conversation_that_starts_with_an_orphan_round_is_healed_by_the_next_add() -> None:
+    broken = [*_tool_round("c1"), *_tool_round("c2"), AssistantMessage("a0")]  # stored by an older version
 
-    window = apply_window(stored, _tool_round("c2"), 4)
+    window = apply_window(broken, [UserMessage("q1"), AssistantMessage("a1")], 20)
 
-    assert window == [SystemMessage("rules")]
+    assert window == [UserMessage("q1"), AssistantMessage("a1")]
+
+
+def test_a_newest_exchange_that_does_not_fit_keeps_its_question_and_answer() -> None:
+    stored = [SystemMessage("rules"), UserMessage("q0"), AssistantMessage("a0")]
+
+    window = apply_window(stored, [UserMessage("q1"), AssistantMessage("a1")], 2)
+
+    assert window == [SystemMessage("rules"), UserMessage("q1"), AssistantMessage("a1")]
+
+
+def test_a_tool_loop_turn_longer_than_the_window_keeps_its_question_and_newest_rounds() -> None:
+    stored = [SystemMessage("rules"), UserMessage("q0"), AssistantMessage("a0"), UserMessage("q1")]
+    stored = apply_window(stored, _tool_round("c1"), 4)  # older turns go first
+    assert stored == [SystemMessage("rules"), UserMessage("q1"), *_tool_round("c1")]
+
+    window = apply_window(stored, _tool_round("c2"), 4)  # then the oldest rounds of this turn
+
+    assert window == [SystemMessage("rules"), UserMessage("q1"), *_tool_round("c2")]
+
+
+def test_the_question_and_the_newest_round_are_kept_even_over_the_bound() -> None:
+    stored = [UserMessage("q1"), *_tool_round("c1")]
+
+    window = apply_window(stored, [*_tool_round("c2"), AssistantMessage("a1")], 1)
+
+    assert window == [UserMessage("q1"), AssistantMessage("a1")]
+    assert apply_window([UserMessage("q1")], _tool_round("c1"), 1) == [UserMessage("q1"), *_tool_round("c1")]
+
+
+def test_a_12_round_turn_in_the_default_window_stays_a_valid_conversation() -> None:
+    """Issue 37: every add of memory inside the loop, a window of 20 and a 12-round turn."""
+    memory = MessageWindowChatMemory()
+    memory.add("c1", [UserMessage("q0"), AssistantMessage("a0")])
+    memory.add("c1", [UserMessage("q1"), *_tool_round("r1")])
+    for i in range(2, 13):
+        memory.add("c1", _tool_round(f"r{i}"))
+        assert isinstance(memory.get("c1")[0], UserMessage)
+    memory.add("c1", AssistantMessage("a1"))
+
+    stored = memory.get("c1")
+    assert stored[0] == UserMessage("q1")
+    assert len(stored) == 20
+    ids = [m.tool_calls[0].id for m in stored if isinstance(m, AssistantMessage) and m.tool_calls]
+    assert ids == [f"r{i}" for i in range(4, 13)]  # the 9 newest rounds
+    assert stored[-1] == AssistantMessage("a1")
 
 
 @pytest.mark.parametrize("bad", [0, -3, True, "20", 2.0])
@@ -246,16 +287,46 @@ def test_the_newest_system_message_is_always_kept(batches: list[list[Message]], 
             assert newest in window
 
 
+def _newest_round(turn: Sequence[Message]) -> list[Message]:
+    starts = [i for i, m in enumerate(turn) if isinstance(m, AssistantMessage)]
+    return list(turn[starts[-1] :]) if starts else []
+
+
+def _newest_turn(added: Sequence[Message]) -> list[Message]:
+    users = [i for i, m in enumerate(added) if isinstance(m, UserMessage)]
+    return list(added[users[-1] :]) if users else []
+
+
 @given(_batches(), st.integers(1, 12))
-def test_the_window_is_bounded_and_is_the_newest_suffix(
+def test_the_window_is_bounded_and_keeps_whole_turns_and_rounds_in_order(
     batches: list[list[Message]], max_messages: int
 ) -> None:
     for window, added in _run(batches, max_messages):
         systems = [m for m in window if isinstance(m, SystemMessage)]
-        assert len(window) <= max(max_messages, len(systems))
         kept = _non_system(window)
-        assert kept == added[len(added) - len(kept) :]
-        assert not kept or not isinstance(kept[0], ToolResponseMessage)
+        newest_turn = _newest_turn(added)
+        over = 1 + len(_newest_round(newest_turn)) if newest_turn else 0
+        assert len(window) <= max(max_messages, len(systems) + over)
+        assert not kept or isinstance(kept[0], UserMessage)
+        positions = [next(i for i in range(len(added)) if added[i] is m) for m in kept]
+        assert positions == sorted(positions)  # a subsequence of what was added, in order
+        # Only the first kept turn may miss rounds, and only whole rounds: the rest is a suffix.
+        second = next((n for n, m in enumerate(kept) if n > 0 and isinstance(m, UserMessage)), len(kept))
+        assert kept[second:] == added[len(added) - len(kept) + second :]
+
+
+@given(_batches(), st.integers(1, 12))
+def test_the_newest_question_and_round_are_always_kept(
+    batches: list[list[Message]], max_messages: int
+) -> None:
+    for window, added in _run(batches, max_messages):
+        newest_turn = _newest_turn(added)
+        if not newest_turn:
+            continue
+        kept = _non_system(window)
+        newest_round = _newest_round(newest_turn)
+        assert kept and newest_turn[0] in kept
+        assert kept[len(kept) - len(newest_round) :] == newest_round
 
 
 @given(_batches(), st.integers(1, 12))
@@ -268,3 +339,14 @@ def test_the_newest_turn_is_kept_whenever_it_fits(batches: list[list[Message]], 
         systems = [m for m in window if isinstance(m, SystemMessage)]
         if len(systems) + len(newest_turn) <= max_messages:
             assert _non_system(window)[-len(newest_turn) :] == newest_turn
+
+
+def test_a_round_of_several_tool_call_messages_is_dropped_whole() -> None:
+    first = AssistantMessage(None, [ToolCall("c1", "lookup", "{}")])
+    second = AssistantMessage(None, [ToolCall("c2", "lookup", "{}")])
+    answers = ToolResponseMessage([ToolResponse("c1", "lookup", "x"), ToolResponse("c2", "lookup", "y")])
+    stored = [UserMessage("q"), first, second, answers]
+
+    window = apply_window(stored, [AssistantMessage("a")], 4)
+
+    assert window == [UserMessage("q"), AssistantMessage("a")]  # never the response to c1 without c1

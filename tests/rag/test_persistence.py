@@ -6,14 +6,21 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
+from typing import Any
 
 import apsw
 import pytest
 
 from advisorchain.errors import ChainConfigurationError, VectorStoreError
-from advisorchain.rag import Document, InMemoryVectorStore, SearchRequest, SQLiteVectorStore
+from advisorchain.rag import (
+    Document,
+    InMemoryVectorStore,
+    PostgresVectorStore,
+    SearchRequest,
+    SQLiteVectorStore,
+)
 
-from .conftest import WordsEmbeddingModel
+from .conftest import WordsEmbeddingModel, fresh_table, pgvector_dsn
 
 
 def test_a_sqlite_store_reopens_with_its_documents(tmp_path: Path) -> None:
@@ -94,3 +101,62 @@ def test_a_new_store_records_its_models_dimension_when_created(tmp_path: Path) -
     SQLiteVectorStore(path, WordsEmbeddingModel(64))
     with pytest.raises(ChainConfigurationError, match=r"64-dimensional.*16-dimensional"):
         SQLiteVectorStore(path, WordsEmbeddingModel(16))
+
+
+# -- another model of the same width (issue 37) ----------------------------------------------------
+
+
+def _reopeners(kind: str, tmp_path: Path) -> tuple[Any, Any]:
+    """``(make(model), reopen(store, model))`` for a store kind that outlives its object."""
+    if kind == "memory":
+        saved = tmp_path / "store.json"
+
+        def made(model: Any) -> Any:
+            return InMemoryVectorStore(model)
+
+        def reopened(store: Any, model: Any) -> Any:
+            store.save(saved)
+            return InMemoryVectorStore.load(saved, model)
+
+        return made, reopened
+    if kind == "sqlite":
+        path = tmp_path / "kb.db"
+        return (lambda model: SQLiteVectorStore(path, model)), (
+            lambda store, model: SQLiteVectorStore(path, model)
+        )
+    dsn, table = pgvector_dsn(), fresh_table()
+    return (
+        lambda model: PostgresVectorStore(dsn, model, table=table),
+        lambda store, model: PostgresVectorStore(dsn, model, table=table),
+    )
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite", "postgres"])
+def test_a_store_reopened_with_another_model_of_the_same_width_is_refused_naming_both(
+    kind: str, tmp_path: Path
+) -> None:
+    make, reopen = _reopeners(kind, tmp_path)
+    store = make(WordsEmbeddingModel(64, name="words-a"))
+    store.add([Document("kept", {"k": 1}, id="x")])
+    opened = [store]
+    try:
+        with pytest.raises(
+            ChainConfigurationError, match=r"made with the embedding model 'words-a'.*'words-b'"
+        ):
+            opened.append(reopen(store, WordsEmbeddingModel(64, name="words-b")))
+        again = reopen(store, WordsEmbeddingModel(64, name="words-a"))  # the model it was made with
+        opened.append(again)
+        [doc] = again.similarity_search("kept")
+        assert doc.id == "x"
+        # Swapped on an open store, the other model is refused before anything is written or searched.
+        again.embedding_model = WordsEmbeddingModel(64, name="words-b")
+        with pytest.raises(ChainConfigurationError, match=r"'words-a'.*'words-b'"):
+            again.add([Document("never", id="y")])
+        with pytest.raises(ChainConfigurationError, match=r"'words-a'.*'words-b'"):
+            again.similarity_search("kept")
+        again.embedding_model = WordsEmbeddingModel(64, name="words-a")
+        assert [d.id for d in again.similarity_search(SearchRequest("kept never", top_k=5))] == ["x"]
+    finally:
+        for s in opened:
+            if hasattr(s, "close"):
+                s.close()

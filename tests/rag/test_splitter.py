@@ -92,3 +92,61 @@ def test_offsets_are_exact_and_chunks_respect_words_sizes_and_overlap(text: str,
             covered[i] = True
         previous = (start, end)
     assert all(covered[i] for i, c in enumerate(text) if not c.isspace())  # every word is in a chunk
+
+
+def test_a_run_of_non_space_characters_past_the_cap_is_cut_into_chunk_size_pieces() -> None:
+    """Issue 37: a 5 MB file of one "word" was one 5 MB chunk (about 20 minutes of local embedding)."""
+    blob = "QUJD" * 1_250_000  # 5 MB of base64, no space
+    text = "intro words\n\n" + blob + " tail"
+    splitter = TextSplitter(chunk_size=800, chunk_overlap=100)
+
+    spans = splitter.spans(text)
+
+    pieces = [text[s:e] for s, e in spans]
+    assert max(len(p) for p in pieces) <= 800 * 4
+    assert "".join(p for p in pieces if p.startswith(("QUJD", "UJD", "JD", "D")))[: len(blob)] == blob
+    assert pieces[0] == "intro words" and pieces[-1].endswith("tail")
+    assert len(spans) == 5_000_000 // 3200 + 2  # nothing overlaps inside the blob
+    assert all(b[0] >= a[1] for a, b in itertools.pairwise(spans[1:-1]))
+
+
+def test_a_word_up_to_the_cap_stays_whole() -> None:
+    word = "y" * TextSplitter.MAX_WORD_CHARS
+    text = f"a {word} b"
+    assert word in [text[s:e] for s, e in TextSplitter(chunk_size=3, chunk_overlap=1).spans(text)]
+    longer = word + "y"
+    pieces = [
+        f"a {longer} b"[s:e] for s, e in TextSplitter(chunk_size=3, chunk_overlap=1).spans(f"a {longer} b")
+    ]
+    assert longer not in pieces and max(len(p) for p in pieces) == 3 * 4  # chunk-size pieces
+
+
+class _SmallCap(TextSplitter):
+    MAX_WORD_CHARS = 40
+
+
+@given(
+    text=st.lists(st.tuples(st.text("ab.", min_size=1, max_size=120), separators), max_size=40).map(
+        lambda parts: "".join(w + s for w, s in parts)
+    ),
+    size=st.integers(1, 30),
+    overlap_ratio=st.floats(0, 0.95),
+)
+@settings(max_examples=300, deadline=None)
+def test_past_the_cap_no_chunk_is_longer_than_the_cap_and_every_character_is_kept(
+    text: str, size: int, overlap_ratio: float
+) -> None:
+    overlap = min(int(size * overlap_ratio), size - 1)
+    splitter = _SmallCap(chunk_size=size, chunk_overlap=overlap)
+    covered = [False] * len(text)
+    previous = None
+    for chunk in splitter.split([Document(text)]):
+        start, end = chunk.metadata["start"], chunk.metadata["end"]
+        assert text[start:end] == chunk.text
+        assert len(chunk.text) <= max(size * 4, _SmallCap.MAX_WORD_CHARS)
+        if previous is not None:
+            assert start > previous[0] and end > previous[1]
+        for i in range(start, end):
+            covered[i] = True
+        previous = (start, end)
+    assert all(covered[i] for i, c in enumerate(text) if not c.isspace())

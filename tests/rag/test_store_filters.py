@@ -3,6 +3,8 @@ the same documents — hypothesis draws the filters. Parametrized over ``conftes
 
 from __future__ import annotations
 
+import functools
+import operator
 from typing import Any
 
 import pytest
@@ -10,7 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from advisorchain.rag import Document, Filter, SearchRequest
-from advisorchain.rag.filters import Comparison, matches
+from advisorchain.rag.filters import MAX_DEPTH, Comparison, FilterSyntaxError, Not, matches
+from advisorchain.rag.filters.nodes import depth
 from tests.rag.filter_strategies import filter_trees
 
 KEYS = ["s", "n", "b", "z", "l", "source.kind", 'we"ird', "missing"]
@@ -126,3 +129,103 @@ def test_numbers_compare_exactly_across_int_and_float(store: Any, literal: int |
     assert {d.id for d in found} == expected_ids(node, docs)
     stored = store.similarity_search(SearchRequest("number", top_k=50))
     assert {d.id: repr(d.metadata["v"]) for d in stored} == {d.id: repr(d.metadata["v"]) for d in docs}
+
+
+# -- hardening (issue 37): long chains, deep nesting, the parameter limit, NUL ids -----------------
+
+
+def _or_chain_text(terms: int) -> str:
+    return " or ".join(f"n == {i}" for i in range(terms)) + " or s == 'a'"
+
+
+def test_a_thousand_or_terms_work_on_every_store(filled: tuple[Any, list[Document]]) -> None:
+    store, docs = filled
+    text = _or_chain_text(1000)
+    built = functools.reduce(operator.or_, [Filter.eq("n", i) for i in range(1000)]) | Filter.eq("s", "a")
+    assert Filter.parse(text) == built and hash(Filter.parse(text)) == hash(built)
+    assert Filter.parse(str(built)) == built and repr(built).startswith("Or(left=Or(left=")
+    wanted = expected_ids(built, docs)
+    assert wanted  # the filter selects some documents and leaves others
+    assert wanted != {d.id for d in docs}
+
+    for form in (text, built):
+        found = store.similarity_search(SearchRequest("document topic", top_k=len(docs), filter=form))
+        assert {d.id for d in found} == wanted
+    right_deep = functools.reduce(lambda acc, f: f | acc, reversed([Filter.eq("n", i) for i in range(1000)]))
+    found = store.similarity_search(SearchRequest("document topic", top_k=len(docs), filter=right_deep))
+    assert {d.id for d in found} == expected_ids(right_deep, docs)
+    assert store.delete(filter=text) == len(wanted)
+
+
+def test_three_thousand_nots_work_on_every_store(filled: tuple[Any, list[Document]]) -> None:
+    store, docs = filled
+    text = "not " * 3000 + "(n == 2)"
+    built = Filter.eq("n", 2)
+    for _ in range(3001):
+        built = ~built
+    assert Filter.parse(text) == functools.reduce(lambda f, _: ~f, range(3000), Filter.eq("n", 2))
+    assert len(str(built)) < 3001 * 5 + 20 and Filter.parse(str(built)) == built
+
+    found = store.similarity_search(SearchRequest("document topic", top_k=len(docs), filter=text))
+    assert {d.id for d in found} == expected_ids(Filter.eq("n", 2), docs)
+    found = store.similarity_search(SearchRequest("document topic", top_k=len(docs), filter=built))
+    assert {d.id for d in found} == {d.id for d in docs} - expected_ids(Filter.eq("n", 2), docs)
+
+
+@pytest.mark.parametrize("levels", [MAX_DEPTH + 1, 3000])
+def test_nesting_past_the_documented_depth_is_a_value_error_never_a_recursion_error(
+    store: Any, levels: int
+) -> None:
+    parenthesized = "(" * levels + "n == 2" + ")" * levels
+    with pytest.raises(FilterSyntaxError, match=f"nest deeper than {MAX_DEPTH} levels"):
+        store.similarity_search(SearchRequest("document", filter=parenthesized))
+    nested_nots = "not (" * levels + "n == 2" + ")" * levels
+    with pytest.raises(FilterSyntaxError, match=f"nest deeper than {MAX_DEPTH} levels"):
+        Filter.parse(nested_nots)
+    alternating: Filter = Filter.eq("n", 2)
+    for i in range(levels):
+        alternating = ~(alternating & Filter.eq("s", "a")) if i % 2 else alternating | Filter.eq("b", True)
+    with pytest.raises(ValueError, match=f"at most {MAX_DEPTH}"):
+        store.similarity_search(SearchRequest("document", filter=alternating))
+    with pytest.raises(ValueError, match=f"at most {MAX_DEPTH}"):
+        store.delete(filter=alternating)
+
+
+def test_the_deepest_allowed_filter_works_on_every_store(filled: tuple[Any, list[Document]]) -> None:
+    store, docs = filled
+    text = "(" * MAX_DEPTH + "n == 2" + ")" * MAX_DEPTH
+    node: Filter = Filter.eq("n", 2)
+    while depth(node) < MAX_DEPTH:  # not, and, not, and, ...: one level each
+        node = node & Filter.eq("s", "a") if isinstance(node, Not) else ~node
+    assert depth(node) == MAX_DEPTH
+    for form in (text, node):
+        found = store.similarity_search(SearchRequest("document topic", top_k=len(docs), filter=form))
+        assert {d.id for d in found} == expected_ids(
+            Filter.parse(form) if isinstance(form, str) else form, docs
+        )
+
+
+def test_a_filter_past_the_databases_parameter_limit_is_a_value_error_naming_it(
+    make_store: Any, words_model: Any
+) -> None:
+    store = make_store(words_model)
+    store.add(corpus())
+    huge = Filter.in_("s", [f"v{i}" for i in range(70_000)])
+    if make_store.kind == "memory":  # no parameters to bind: it simply works
+        assert store.similarity_search(SearchRequest("document", filter=huge)) == []
+        return
+    limit = "65,535 parameters PostgreSQL" if make_store.kind == "postgres" else "parameters SQLite"
+    with pytest.raises(ValueError, match=limit):
+        store.similarity_search(SearchRequest("document", filter=huge))
+    with pytest.raises(ValueError, match=limit):
+        store.delete(filter=huge)
+    assert len(store.similarity_search(SearchRequest("document", top_k=100))) == 48  # nothing deleted
+
+
+def test_a_nul_in_a_document_id_is_a_value_error_on_every_store(store: Any) -> None:
+    with pytest.raises(ValueError, match="NUL"):
+        store.add([Document("text", id="a\0b")])
+    store.add([Document("text", id="ab")])
+    with pytest.raises(ValueError, match="NUL"):
+        store.delete(ids=["a\0b"])
+    assert store.delete(ids=["ab"]) == 1

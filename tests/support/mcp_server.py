@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import hashlib
 import os
 import sys
 from pathlib import Path
@@ -112,6 +113,17 @@ def header(name: str, ctx: Context) -> str:
     request = ctx.request_context.request
     headers = getattr(request, "headers", {})
     return str(headers.get(name, "<none>"))
+
+
+@server.tool(
+    description="The SHA-256 of a request header's or query parameter's value (over streamable HTTP), "
+    "so that a secret can be checked without echoing it."
+)
+def digest(where: str, name: str, ctx: Context) -> str:
+    request = ctx.request_context.request
+    values = getattr(request, "headers" if where == "header" else "query_params", {})
+    value = values.get(name)
+    return "<none>" if value is None else hashlib.sha256(value.encode()).hexdigest()
 
 
 @server.tool(description="An environment variable of the server process, and its working directory.")

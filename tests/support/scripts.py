@@ -105,7 +105,8 @@ class AgentRounds:
     mid-round). One starting with ``approve-`` asks in round 1 for two calls of the tool ``guarded``
     (``call_a`` with ``{"n": 1}``, ``call_b`` with ``{"n": 2}``) and answers in round 2; one starting
     with ``pay-`` asks in round 1 for the tool ``pay`` (``call_pay``, ``{"n": 5}``) and answers in
-    round 2. Streamed requests get text deltas (or whole tool calls), a finish reason and ``[DONE]``."""
+    round 2. One starting with ``handoff-`` asks in round 1 for ``transfer_to_billing`` (a handoff),
+    then goes on as ``hang2-`` (round 2 hangs once, records 2, round 3 answers). Streamed requests get text deltas (or whole tool calls), a finish reason and ``[DONE]``."""
 
     def __init__(self) -> None:
         self._seen: Counter[tuple[str, int]] = Counter()
@@ -113,9 +114,11 @@ class AgentRounds:
     def __call__(self, request: Received) -> list[Step]:
         model, round_ = agent_round(request.body)
         self._seen[(model, round_)] += 1  # the server calls scripts one request at a time
-        if model.startswith("hang2-") and round_ == 2 and self._seen[(model, round_)] == 1:
+        if model.startswith(("hang2-", "handoff-")) and round_ == 2 and self._seen[(model, round_)] == 1:
             return [Stall()]
         calls, rounds = [_record(f"call_{round_}", "record", round_)], ROUNDS
+        if model.startswith("handoff-") and round_ == 1:  # triage hands over; billing records 2
+            calls = [chat_call("call_h", "transfer_to_billing", "{}")]
         if model.startswith("approve-"):
             calls, rounds = [_record("call_a", "guarded", 1), _record("call_b", "guarded", 2)], 2
         elif model.startswith("pay-"):

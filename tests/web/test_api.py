@@ -577,3 +577,101 @@ def test_a_memory_other_than_the_clients_own_is_refused() -> None:
     client, _ = agent(ScriptedChatModel([]))
     with pytest.raises(ChainConfigurationError, match="another memory"):
         create_app(client, memory=MessageWindowChatMemory())
+
+
+# -- hardening (issue 37): token-safe files, bounded bodies, deep JSON ---------------------------------
+
+
+@pytest.mark.parametrize("path", ["/static/app.js", "/static/style.css", "/static/nope.js", "/"])
+def test_every_answer_fetched_with_the_token_in_the_url_is_kept_out_of_caches_and_referers(path: str) -> None:
+    http, _ = _app(ScriptedChatModel([]))
+
+    response = http.get(f"{path}?token={TOKEN}")
+
+    assert response.headers["cache-control"] == "no-store"
+    assert response.headers["referrer-policy"] == "no-referrer"
+    assert response.headers["x-content-type-options"] == "nosniff"
+
+
+def _asgi_post(
+    app: Any, path: str, chunks: Any, headers: list[tuple[bytes, bytes]]
+) -> tuple[int, bytes, int]:
+    """POST ``chunks`` (an iterator of bytes) straight to the ASGI app: the status, the body, and
+    how many chunks the app read."""
+    import asyncio
+
+    read = 0
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        nonlocal read
+        chunk = next(chunks, None)
+        if chunk is None:
+            return {"type": "http.request", "body": b"", "more_body": False}
+        read += 1
+        return {"type": "http.request", "body": chunk, "more_body": True}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": b"",
+        "root_path": "",
+        "headers": [(b"x-advisorchain-token", TOKEN.encode()), *headers],
+        "client": ("127.0.0.1", 1),
+        "server": ("127.0.0.1", 80),
+    }
+    asyncio.run(app(scope, receive, send))
+    status = next(m["status"] for m in sent if m["type"] == "http.response.start")
+    body = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+    return status, body, read
+
+
+def test_a_chunked_body_past_the_limit_is_refused_without_reading_it_whole() -> None:
+    model = ScriptedChatModel(["never"])
+    client, _ = agent(model)
+    app = create_app(client, token=TOKEN)
+    chunk = b" " * 65_536
+    chunks = iter([chunk] * 1024)  # 64 MB, no Content-Length: sent chunked
+
+    status, body, read = _asgi_post(
+        app,
+        "/api/conversations",
+        chunks,
+        [(b"content-type", b"application/json"), (b"transfer-encoding", b"chunked")],
+    )
+
+    assert status == 413 and "at most 1000000" in json.loads(body)["error"]
+    assert read <= 1_000_000 // len(chunk) + 1  # it stopped at the limit: 16 of 1,024 chunks
+    assert model.prompts == []
+
+
+def test_a_chunked_body_under_the_limit_is_read_whole() -> None:
+    client, _ = agent(ScriptedChatModel([]))
+    app = create_app(client, token=TOKEN)
+    body = json.dumps({"id": "chunked"}).encode()
+
+    status, answer, _ = _asgi_post(app, "/api/conversations", iter([body[:5], body[5:]]), [])
+
+    assert status == 201 and json.loads(answer) == {"id": "chunked"}
+
+
+@pytest.mark.parametrize("body", [b"[" * 100_000, b'{"text": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"])
+def test_json_nested_100000_deep_is_a_400_not_a_500(body: bytes) -> None:
+    model = ScriptedChatModel(["never"])
+    http, memory = _app(model)
+    conversation = _open(http)
+
+    for path in (f"/api/conversations/{conversation}/turns", "/api/conversations"):
+        response = http.post(path, headers={**AUTH, "content-type": "application/json"}, content=body)
+        assert response.status_code == 400, response.text
+        error = response.json()["error"]
+        assert "nests too deep" in error and "\n" not in error
+    assert model.prompts == [] and memory.get(conversation) == []

@@ -95,6 +95,18 @@ def test_a_host_beyond_loopback_is_served_only_with_a_warning(tmp_path: Path) ->
     assert "warning: listening on 0.0.0.0, not on loopback" in " ".join(err.split())
 
 
+def test_debug_logs_every_request_but_never_the_token(tmp_path: Path) -> None:
+    with web(tmp_path, "--debug") as running:
+        for path in ("/", "/static/app.js", "/static/style.css", "/api/info"):
+            assert httpx.get(f"{running.base}{path}?token={running.token}").status_code == 200
+        assert httpx.get(f"{running.base}/api/info", headers={"x-advisorchain-token": running.token}).is_success
+        running.process.send_signal(signal.SIGINT)
+        out, err = running.process.communicate(timeout=15)
+    logged = out + err
+    assert "GET /static/app.js?token=[hidden]" in logged  # uvicorn's access log, with the token hidden
+    assert running.token not in logged
+
+
 def test_ctrl_c_stops_it_cleanly(tmp_path: Path) -> None:
     with web(tmp_path) as running:
         running.process.send_signal(signal.SIGINT)

@@ -17,7 +17,7 @@ import operator
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .nodes import And, Comparison, Filter, Membership, Not, NullCheck, Or, Scalar
+from .nodes import And, Comparison, Filter, Membership, Not, NullCheck, Or, Scalar, chain, strip_nots
 
 __all__ = ["kind_of", "matches"]
 
@@ -53,7 +53,8 @@ def _compares(value: object, op: str, literal: Scalar) -> bool:
 
 
 def matches(node: Filter, metadata: Mapping[str, Any]) -> bool:
-    """True when ``metadata`` satisfies the filter ``node``."""
+    """True when ``metadata`` satisfies the filter ``node``. A chain of one operator and a run of
+    ``not``s are walked without recursion; the recursion is as deep as ``nodes.depth(node)``."""
     if isinstance(node, Comparison):
         value = metadata.get(node.key, _MISSING)
         if node.op == "!=":
@@ -66,10 +67,11 @@ def matches(node: Filter, metadata: Mapping[str, Any]) -> bool:
     if isinstance(node, NullCheck):
         is_null = metadata.get(node.key) is None
         return not is_null if node.negated else is_null
-    if isinstance(node, And):
-        return matches(node.left, metadata) and matches(node.right, metadata)
+    if isinstance(node, And):  # a chain of any length; recursion only where the operator changes
+        return all(matches(operand, metadata) for operand in chain(node))
     if isinstance(node, Or):
-        return matches(node.left, metadata) or matches(node.right, metadata)
+        return any(matches(operand, metadata) for operand in chain(node))
     if isinstance(node, Not):
-        return not matches(node.operand, metadata)
+        nots, inner = strip_nots(node)
+        return matches(inner, metadata) != (nots % 2 == 1)
     raise TypeError(f"not a filter node: {node!r}")

@@ -3,6 +3,13 @@ every store walks (the in-memory evaluator, one SQL translator per database).
 
 Build a filter with ``Filter.eq("kind", "faq") & Filter.gte("year", 2023)`` or parse the portable text
 form with ``Filter.parse('kind == "faq" and year >= 2023')``; ``str(filter)`` gives the text form back.
+
+Long filters are fine: a chain of one operator (``a or b or c ...``, thousands of terms) and a run
+of ``not``s are walked without recursion everywhere (the stores, ``str``, ``repr``, ``==``,
+``hash``). What may not grow without bound is nesting: a filter nests at most ``MAX_DEPTH`` (64)
+levels — levels of parentheses in the text, and in a tree the alternations of ``and``, ``or`` and
+``not`` (a chain or a run counts once); ``check_depth`` raises a ValueError past it, and the parser a
+``FilterSyntaxError``.
 """
 
 from __future__ import annotations
@@ -13,9 +20,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
-from .parser import parse_with
+from .parser import MAX_DEPTH, parse_with
 
 __all__ = [
+    "MAX_DEPTH",
     "And",
     "Comparison",
     "ComparisonOp",
@@ -25,9 +33,13 @@ __all__ = [
     "NullCheck",
     "Or",
     "Scalar",
+    "check_depth",
     "check_key",
     "check_value",
+    "chain",
+    "depth",
     "parse_filter",
+    "strip_nots",
 ]
 
 Scalar: TypeAlias = str | int | float | bool
@@ -219,18 +231,28 @@ class NullCheck(Filter):
         return f"{_render_key(self.key)} is {'not ' if self.negated else ''}null"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class And(Filter):
     """Both filters hold."""
 
     left: Filter
     right: Filter
 
+    # Written, compared and hashed without recursion (the same for Or and Not).
     def __str__(self) -> str:
-        return f"({self.left} and {self.right})"
+        return _text(self)
+
+    def __repr__(self) -> str:
+        return _repr(self)
+
+    def __eq__(self, other: object) -> bool:
+        return _equal(self, other)
+
+    def __hash__(self) -> int:
+        return hash(_prefix(self))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class Or(Filter):
     """Either filter holds."""
 
@@ -238,17 +260,180 @@ class Or(Filter):
     right: Filter
 
     def __str__(self) -> str:
-        return f"({self.left} or {self.right})"
+        return _text(self)
+
+    def __repr__(self) -> str:
+        return _repr(self)
+
+    def __eq__(self, other: object) -> bool:
+        return _equal(self, other)
+
+    def __hash__(self) -> int:
+        return hash(_prefix(self))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class Not(Filter):
     """The filter does not hold."""
 
     operand: Filter
 
     def __str__(self) -> str:
-        return f"not ({self.operand})"
+        return _text(self)
+
+    def __repr__(self) -> str:
+        return _repr(self)
+
+    def __eq__(self, other: object) -> bool:
+        return _equal(self, other)
+
+    def __hash__(self) -> int:
+        return hash(_prefix(self))
+
+
+# -- walking without recursion -------------------------------------------------------------------
+
+
+def chain(node: Filter) -> list[Filter]:
+    """The operands of the chain of ``node``'s operator (And or Or) that starts at ``node``, left to
+    right, however the chain is grouped: ``(a or b) or (c or d)`` gives ``[a, b, c, d]``. Any other
+    node gives ``[node]``. Found without recursion, so a chain of thousands of terms is fine."""
+    kind = type(node)
+    if kind is not And and kind is not Or:
+        return [node]
+    operands: list[Filter] = []
+    stack: list[Filter] = [node]
+    while stack:
+        current = stack.pop()
+        if type(current) is kind:
+            stack.append(current.right)
+            stack.append(current.left)
+        else:
+            operands.append(current)
+    return operands
+
+
+def strip_nots(node: Filter) -> tuple[int, Filter]:
+    """How many ``not``s ``node`` starts with, and the node under them."""
+    count = 0
+    while isinstance(node, Not):
+        count += 1
+        node = node.operand
+    return count, node
+
+
+def depth(node: Filter) -> int:
+    """How deep ``node`` nests: 1 for a comparison, membership or null check; one more for each
+    alternation of and / or / not above it (a chain of one operator, and a run of ``not``s, count once)."""
+    deepest = 0
+    stack: list[tuple[Filter, int]] = [(node, 1)]
+    while stack:
+        current, level = stack.pop()
+        deepest = max(deepest, level)
+        if isinstance(current, Not):
+            stack.append((strip_nots(current)[1], level + 1))
+        elif isinstance(current, And | Or):
+            stack.extend((operand, level + 1) for operand in chain(current))
+    return deepest
+
+
+def check_depth(node: Filter) -> Filter:
+    """``node``, refused (ValueError) when it nests deeper than ``MAX_DEPTH`` levels (see ``depth``):
+    every walker of a filter recurses once per level."""
+    found = depth(node)
+    if found > MAX_DEPTH:
+        raise ValueError(
+            f"the filter nests {found} levels deep (alternations of and, or, not); at most {MAX_DEPTH} "
+            "are allowed: flatten it (a chain like a or b or c ... may be as long as you like)"
+        )
+    return node
+
+
+_AND, _OR, _NOT = object(), object(), object()
+
+
+def _prefix(node: Filter) -> tuple[Any, ...]:
+    """The tree in prefix order (operators as markers, leaves as themselves): equal exactly when
+    the trees are, built without recursion."""
+    out: list[Any] = []
+    stack: list[Filter] = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, And | Or):
+            out.append(_AND if isinstance(current, And) else _OR)
+            stack.append(current.right)
+            stack.append(current.left)
+        elif isinstance(current, Not):
+            out.append(_NOT)
+            stack.append(current.operand)
+        else:
+            out.append(current)
+    return tuple(out)
+
+
+def _equal(node: Filter, other: object) -> bool:
+    if not isinstance(other, Filter):
+        return NotImplemented  # type: ignore[no-any-return]
+    return type(node) is type(other) and _prefix(node) == _prefix(other)
+
+
+def _render(node: Filter, expand: Any) -> str:
+    """``node`` as text, without recursion: ``expand(n)`` gives a leaf's text, or the pieces (texts
+    and nodes) an operator node is written as."""
+    pieces: list[str] = []
+    stack: list[Filter | str] = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            pieces.append(item)
+            continue
+        expanded = expand(item)
+        if isinstance(expanded, str):
+            pieces.append(expanded)
+        else:
+            stack.extend(reversed(expanded))
+    return "".join(pieces)
+
+
+def _text_pieces(node: Filter) -> str | list[Filter | str]:
+    if isinstance(node, Not):
+        # a run of nots as "not not (x)": the text nests no deeper than the tree does
+        return ["not ", node.operand] if isinstance(node.operand, Not) else ["not (", node.operand, ")"]
+    if isinstance(node, And | Or):
+        # a left-leaning chain (what the parser and the builder's & and | make) without inner
+        # parentheses, so the text parses back to the same tree
+        word = " and " if isinstance(node, And) else " or "
+        kind = type(node)
+        operands: list[Filter] = []
+        current: Filter = node
+        while type(current) is kind:
+            operands.append(current.right)
+            current = current.left
+        operands.append(current)
+        pieces: list[Filter | str] = ["("]
+        for i, operand in enumerate(reversed(operands)):
+            if i:
+                pieces.append(word)
+            pieces.append(operand)
+        pieces.append(")")
+        return pieces
+    return str(node)
+
+
+def _repr_pieces(node: Filter) -> str | list[Filter | str]:
+    if isinstance(node, Not):
+        return ["Not(operand=", node.operand, ")"]
+    if isinstance(node, And | Or):
+        return [f"{type(node).__name__}(left=", node.left, ", right=", node.right, ")"]
+    return repr(node)
+
+
+def _text(node: Filter) -> str:
+    return _render(node, _text_pieces)
+
+
+def _repr(node: Filter) -> str:
+    return _render(node, _repr_pieces)
 
 
 class _Make:
@@ -278,5 +463,6 @@ _MAKE = _Make()
 
 def parse_filter(text: str) -> Filter:
     """The filter ``text`` describes (the portable expression language); ``FilterSyntaxError``, a
-    ValueError naming the 1-based position, when it does not parse."""
-    return parse_with(text, _MAKE)
+    ValueError naming the 1-based position, when it does not parse or nests deeper than
+    ``MAX_DEPTH`` levels of parentheses; a ValueError when the tree nests deeper (``check_depth``)."""
+    return check_depth(parse_with(text, _MAKE))

@@ -13,7 +13,9 @@ Grammar (keywords in either case)::
 
 Strings take single or double quotes; a backslash escapes the next character (``\\n`` and ``\\t``
 stand for a newline and a tab). Text that does not parse raises ``FilterSyntaxError`` (a
-ValueError) naming the 1-based position.
+ValueError) naming the 1-based position, and so does text nesting parentheses deeper than
+``MAX_DEPTH`` (64) levels. A chain of ``and``/``or`` terms and a run of ``not``s may be as long as
+you like (they are parsed without recursion).
 """
 
 from __future__ import annotations
@@ -23,9 +25,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
-__all__ = ["FilterSyntaxError", "NodeFactory", "parse_with"]
+__all__ = ["MAX_DEPTH", "FilterSyntaxError", "NodeFactory", "parse_with"]
 
 N = TypeVar("N")
+
+MAX_DEPTH = 64
+"""How deep a filter may nest: levels of parentheses in its text, alternations of and / or / not in
+its tree (``nodes.check_depth``). Every walker of a filter recurses once per level."""
 
 
 class NodeFactory(Protocol[N]):
@@ -161,6 +167,7 @@ class _Parser(Generic[N]):
         self.make = make
         self.tokens = _Lexer(text).tokens()
         self.k = 0
+        self.depth = 0  # parentheses open around the current token
 
     @property
     def token(self) -> _Token:
@@ -206,17 +213,29 @@ class _Parser(Generic[N]):
         return node
 
     def unary(self) -> N:
-        if self.keyword("not"):
+        nots = 0
+        while self.keyword("not"):  # a run of nots without recursion
             self.take()
-            return self.make.not_(self.unary())
+            nots += 1
         if self.kind() == "(":
-            self.take()
+            opened = self.take()
+            self.depth += 1
+            if self.depth > MAX_DEPTH:
+                raise _error(
+                    self.text,
+                    f"the parentheses nest deeper than {MAX_DEPTH} levels; flatten the filter",
+                    opened.position,
+                )
             node = self.expr()
             if self.kind() != ")":
                 raise self.fail("')'")
             self.take()
-            return node
-        return self.predicate()
+            self.depth -= 1
+        else:
+            node = self.predicate()
+        for _ in range(nots):
+            node = self.make.not_(node)
+        return node
 
     def key(self) -> str:
         token = self.token

@@ -18,9 +18,15 @@ from decimal import Decimal
 from typing import Any, ClassVar
 
 from .evaluator import kind_of
-from .nodes import And, Comparison, Filter, Membership, Not, NullCheck, Or, Scalar
+from .nodes import And, Comparison, Filter, Membership, Not, NullCheck, Or, Scalar, chain, strip_nots
 
-__all__ = ["PostgresFilterTranslator", "SQLiteFilterTranslator", "SqlFilterTranslator", "exact_number"]
+__all__ = [
+    "PostgresFilterTranslator",
+    "SQLiteFilterTranslator",
+    "SqlFilterTranslator",
+    "check_parameter_count",
+    "exact_number",
+]
 
 
 class SqlFilterTranslator(ABC):
@@ -54,12 +60,15 @@ class SqlFilterTranslator(ABC):
         if isinstance(node, NullCheck):
             sql = self.null_test(node.key, params)
             return f"NOT {sql}" if node.negated else sql
-        if isinstance(node, And):
-            return f"({self._node(node.left, params)} AND {self._node(node.right, params)})"
-        if isinstance(node, Or):
-            return f"({self._node(node.left, params)} OR {self._node(node.right, params)})"
+        if isinstance(node, And | Or):
+            # A chain of any length, written as a balanced tree: the SQL nests log2(terms) deep, not
+            # one level per term (SQLite refuses an expression over 1,000 levels deep).
+            word = " AND " if isinstance(node, And) else " OR "
+            return _balanced([self._node(operand, params) for operand in chain(node)], word)
         if isinstance(node, Not):
-            return f"NOT {self._node(node.operand, params)}"
+            nots, inner = strip_nots(node)  # never SQL NULL, so two nots cancel exactly
+            sql = self._node(inner, params)
+            return f"NOT {sql}" if nots % 2 else sql
         raise TypeError(f"not a filter node: {node!r}")
 
     def _compare(self, key: str, op: str, literal: Scalar, params: list[Any]) -> str:
@@ -113,6 +122,29 @@ class SqlFilterTranslator(ABC):
     def guard(self, test: str, comparison: str) -> str:
         """``comparison`` where ``test`` (the key's kind) holds, else false; never SQL NULL."""
         return f"coalesce(({test} AND {comparison}), 0)"
+
+
+def check_parameter_count(params: list[Any], extra: int, limit: int, database: str) -> list[Any]:
+    """``params``, refused (ValueError) when they and ``extra`` more exceed the ``limit`` of bound
+    parameters ``database`` takes in one statement: a filter that large is the caller's to split,
+    not a failure of the store."""
+    if len(params) + extra > limit:
+        raise ValueError(
+            f"the filter binds {len(params):,} values, over the {limit:,} parameters {database} takes in "
+            "one query; use fewer terms or shorter in [...] lists, or split it into several searches"
+        )
+    return params
+
+
+def _balanced(parts: list[str], word: str) -> str:
+    """``parts`` joined by ``word`` in a balanced tree of parentheses, order kept (the parameters
+    were bound in this order)."""
+    while len(parts) > 1:
+        paired = [f"({parts[i]}{word}{parts[i + 1]})" for i in range(0, len(parts) - 1, 2)]
+        if len(parts) % 2:
+            paired.append(parts[-1])
+        parts = paired
+    return parts[0]
 
 
 class SQLiteFilterTranslator(SqlFilterTranslator):

@@ -56,6 +56,12 @@ def check_delete_arguments(
         listed = list(ids)
         if not all(isinstance(i, str) for i in listed):
             raise TypeError(f"document ids are str, got {listed!r}")
+        for i in listed:
+            if "\0" in i:
+                raise ValueError(
+                    f"document id {i!r} holds a NUL character (\\x00), which no store keeps in an id; "
+                    "no document has it"
+                )
         return listed, None
     return None, as_filter(filter)
 
@@ -116,7 +122,8 @@ class BaseVectorStore(ABC):
     # -- shared rules ------------------------------------------------------------------------------
 
     def check_dimension(self, recorded: int | None, recorded_model: str | None, found: int) -> None:
-        """ChainConfigurationError when vectors of ``found`` dimensions meet a store of ``recorded``."""
+        """ChainConfigurationError when vectors of ``found`` dimensions meet a store of ``recorded``,
+        or the embedding model is not the one the store was made with (``check_model_name``)."""
         if recorded is not None and recorded != found:
             made_with = f" (made with {recorded_model!r})" if recorded_model else ""
             raise ChainConfigurationError(
@@ -124,16 +131,32 @@ class BaseVectorStore(ABC):
                 f"{model_name(self.embedding_model)!r} gives {found}-dimensional ones; open the store with "
                 "the model it was made with, or use a new store"
             )
+        self.check_model_name(recorded_model)
+
+    def check_model_name(self, recorded_model: str | None) -> None:
+        """ChainConfigurationError when the store was made with an embedding model of another name:
+        vectors of two models are not comparable, even of the same width (rankings would be noise)."""
+        current = model_name(self.embedding_model)
+        if recorded_model is not None and recorded_model != current:
+            raise ChainConfigurationError(
+                f"{self!r} was made with the embedding model {recorded_model!r}, and this one is "
+                f"{current!r}: vectors of two models are not comparable, even of the same width, so "
+                f"searches would rank by noise; open the store with {recorded_model!r}, or index into a "
+                f"new store (or table) with {current!r}, or, if it is the same model under another name, "
+                f"name it {recorded_model!r}"
+            )
 
     def check_batch(self, documents: Sequence[Document]) -> None:  # noqa: B027 - a hook, empty by default
         """Refuse (ValueError) what this store cannot keep, before anything is embedded; every
         store keeps what ``Document`` accepts unless it says otherwise here."""
 
     def check_model(self, recorded: int | None, recorded_model: str | None) -> None:
-        """At open: the model's known dimension against the store's recorded one."""
+        """At open: the model's known dimension against the store's recorded one, and its name
+        against the recorded name."""
         dims = model_dimensions(self.embedding_model)
         if dims is not None:
             self.check_dimension(recorded, recorded_model, dims)
+        self.check_model_name(recorded_model)
 
     async def _in_thread(self, fn: Callable[..., T], *args: Any) -> T:
         try:

@@ -28,6 +28,7 @@ from ...errors import VectorStoreError
 from ..documents import Document
 from ..embeddings import model_dimensions, model_name
 from ..filters import Filter, PostgresFilterTranslator
+from ..filters.sql import check_parameter_count
 from ..search import SearchRequest
 from ._fusion import candidate_count, fuse, keyword_terms, nearest_first
 from ._pg import Connections, PgVector, drivers, metadata_json, server_name, vector_dumper
@@ -38,6 +39,7 @@ __all__ = ["PostgresVectorStore"]
 _FORMAT = "1"
 _LOCK_SPACE = 0x41435247  # "ACRG": the first key of this module's advisory locks
 _HNSW_MAX_DIMENSIONS = 2000  # pgvector indexes the vector type up to this many dimensions
+_MAX_PARAMETERS = 65_535  # PostgreSQL's protocol: bound parameters in one statement
 _EF_SEARCH = 100  # the index's candidate list per search step (pgvector's default is 40)
 _TABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,39}\Z")
 
@@ -199,6 +201,11 @@ class PostgresVectorStore(BaseVectorStore):
     def describe_failure(self, exc: BaseException) -> str:
         errors = self._psycopg.errors
         reason = f"{type(exc).__name__}: {' '.join(str(exc).split())}"  # one line
+        if isinstance(exc, self._psycopg.OperationalError) and "number of parameters" in str(exc):
+            return (
+                f"{self!r}: the query binds more than the {_MAX_PARAMETERS:,} parameters PostgreSQL takes in "
+                f"one statement ({reason}); use a filter with fewer terms or values, or split the call"
+            )
         if isinstance(exc, self._psycopg.OperationalError):
             return (
                 f"{self!r}: the PostgreSQL server could not be reached or dropped the connection "
@@ -255,7 +262,7 @@ class PostgresVectorStore(BaseVectorStore):
                 cursor = conn.execute(self._sql["delete_ids"](), (list(dict.fromkeys(ids)),))
             else:
                 assert filter is not None
-                where, params = self._translator.translate(filter)
+                where, params = self._where(filter)
                 cursor = conn.execute(self._sql["delete_where"](where=self._psycopg.sql.SQL(where)), params)
             return int(cursor.rowcount)
 
@@ -283,7 +290,11 @@ class PostgresVectorStore(BaseVectorStore):
             return self._documents(conn, ranked)
 
     def _where(self, filter: Filter | None) -> tuple[str, list[Any]]:
-        return ("true", []) if filter is None else self._translator.translate(filter)
+        if filter is None:
+            return "true", []
+        where, params = self._translator.translate(filter)
+        # the search binds the query vector twice and the count beside the filter's values
+        return where, check_parameter_count(params, 4, _MAX_PARAMETERS, "PostgreSQL")
 
     def _vector_side(
         self, conn: Any, query: PgVector, wanted: int, where: str, params: list[Any], threshold: float

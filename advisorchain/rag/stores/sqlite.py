@@ -24,6 +24,7 @@ from ...errors import VectorStoreError
 from ..documents import Document
 from ..embeddings import model_dimensions, model_name
 from ..filters import Filter, SQLiteFilterTranslator
+from ..filters.sql import check_parameter_count
 from ..search import SearchRequest
 from ._fusion import candidate_count, fuse, keyword_query, nearest_first
 from .api import BaseVectorStore
@@ -108,6 +109,7 @@ class SQLiteVectorStore(BaseVectorStore):
     def _open(self, apsw: Any, sqlite_vec: Any) -> Any:
         try:
             conn = apsw.Connection(self.path)
+            self._max_parameters = conn.limit(apsw.SQLITE_LIMIT_VARIABLE_NUMBER)
             conn.set_busy_timeout(int(self.timeout * 1000))
             conn.enable_load_extension(True)
             conn.load_extension(sqlite_vec.loadable_path())
@@ -240,7 +242,7 @@ class SQLiteVectorStore(BaseVectorStore):
                 ]
             else:
                 assert filter is not None
-                where, params = self._translator.translate(filter)
+                where, params = self._translate(filter)
                 rows = [r for (r,) in conn.execute(f"SELECT d.rowid FROM documents d WHERE {where}", params)]
             has_vectors = self._recorded()[0] is not None
             for rowid in rows:
@@ -278,8 +280,13 @@ class SQLiteVectorStore(BaseVectorStore):
     def _restriction(self, filter: Filter | None) -> tuple[str, list[Any]]:
         if filter is None:
             return "", []
-        where, params = self._translator.translate(filter)
+        where, params = self._translate(filter)
         return f" AND rowid IN (SELECT d.rowid FROM documents d WHERE {where})", params
+
+    def _translate(self, filter: Filter) -> tuple[str, list[Any]]:
+        where, params = self._translator.translate(filter)
+        # a search binds the query vector and the count beside the filter's values
+        return where, check_parameter_count(params, 4, self._max_parameters, "SQLite")
 
     def _vector_side(
         self, conn: Any, blob: bytes, wanted: int, restrict: str, params: list[Any], threshold: float
@@ -314,7 +321,7 @@ class SQLiteVectorStore(BaseVectorStore):
             return [row for (row,) in conn.execute(sql, [match, wanted])]
         # The hits first, then the filter on them alone: given the filter as a rowid constraint the
         # planner walks the filtered rows and tests MATCH on each (a hundred times slower).
-        where, params = self._translator.translate(filter)
+        where, params = self._translate(filter)
         sql = (
             "WITH hits AS MATERIALIZED (SELECT rowid AS hit, bm25(documents_fts) AS rank "
             "FROM documents_fts WHERE documents_fts MATCH ?) "

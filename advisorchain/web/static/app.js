@@ -267,7 +267,7 @@ function drawTurn(turn, pending) {
   const waits = new Set(pending.map((c) => c.id));
   let asked = !pending.length;
   for (const step of turn.steps) {
-    if (step.type === "text") box.append(el("div", { class: "message assistant answer", text: step.text }));
+    if (step.type === "text") box.append(answerBlock(step.text, step.agent));
     else if (step.type === "tool") box.append(toolCard(step, key));
     else if (step.type === "run") box.append(runFooter(turn.runs[step.index], `${key}:${step.index}`));
     if (step.type === "tool" && waits.has(step.id)) waits.delete(step.id);
@@ -412,6 +412,13 @@ function traceNode(node) {
 
 // -- running a turn ----------------------------------------------------------------------------
 
+function answerBlock(text, agent, extra = "") {
+  const block = el("div", { class: `message assistant answer${extra}` });
+  if (agent) block.append(el("span", { class: "agent muted", text: `[${agent}] ` }));
+  block.append(document.createTextNode(text));
+  return block;
+}
+
 function liveTurn(question) {
   const box = el("article", { class: "turn live" });
   if (question !== null) box.append(el("div", { class: "message user", text: question }));
@@ -422,18 +429,27 @@ function liveTurn(question) {
   $("turns").append(box);
   scrollToEnd();
   let text = null;
+  let agent = null;
+  let handed = 0;
   const cards = {};
   return {
     box,
     handle(name, data) {
       if (name === "queued") status.textContent = data.message;
       else if (name === "run") status.textContent = "thinking…";
-      else if (name === "text") {
+      else if (name === "agent") {
+        for (const [from, to] of data.handoffs.slice(handed)) {
+          box.insertBefore(el("div", { class: "handoff muted", text: `↪ handoff ${from} → ${to}` }), status);
+        }
+        handed = data.handoffs.length;
+        agent = data.name;
+        text = null;
+      } else if (name === "text") {
         if (text === null) {
-          text = el("div", { class: "message assistant answer streaming" });
+          text = answerBlock("", agent, " streaming");
           box.insertBefore(text, status);
         }
-        text.textContent += data.text;
+        text.append(document.createTextNode(data.text));
       } else if (name === "tool") {
         text = null;
         const card = toolCard(data, "live");
