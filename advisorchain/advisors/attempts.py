@@ -9,19 +9,53 @@ back until the advisor has accepted the answer, so a rejected attempt never reac
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, TypeAlias, TypeVar
 
 from .._streams import collect
 from ..chain import CallAdvisorChain, StreamAdvisorChain
 from ..model import ChatClientMessageAggregator, ChatClientRequest, ChatClientResponse, Usage
 
-__all__ = ["Attempt", "buffered_attempt", "call_attempt", "release_buffered", "usage_of"]
+__all__ = [
+    "Attempt",
+    "AttemptLoop",
+    "accepted_answer",
+    "accepted_chunks",
+    "buffered_attempt",
+    "call_attempt",
+    "release_buffered",
+    "usage_of",
+]
 
 R = TypeVar("R")
 
 Attempt: TypeAlias = Callable[[ChatClientRequest], Awaitable[tuple[ChatClientResponse, R]]]
 """Runs the rest of the chain once: the answer as one response, and what delivers it."""
+
+
+AttemptLoop: TypeAlias = Callable[
+    [ChatClientRequest, Attempt[Any]], Awaitable[tuple[ChatClientResponse, Any]]
+]
+"""An advisor's loop over attempts (run one, judge it, maybe retry): the accepted answer, and what
+delivers it."""
+
+
+async def accepted_answer(
+    loop: AttemptLoop, request: ChatClientRequest, rest: CallAdvisorChain
+) -> ChatClientResponse:
+    """The call path of an advisor that retries whole answers: ``loop`` over call attempts."""
+    response, _ = await loop(request, call_attempt(rest))
+    return response
+
+
+async def accepted_chunks(
+    loop: AttemptLoop, request: ChatClientRequest, rest: StreamAdvisorChain, *, with_context: bool = False
+) -> AsyncIterator[ChatClientResponse]:
+    """The stream path: ``loop`` over buffered attempts, then the accepted attempt's chunks (the
+    last one with the answer's context too, ``with_context``)."""
+    response, chunks = await loop(request, buffered_attempt(rest))
+    for chunk in release_buffered(chunks, response, response.context if with_context else None):
+        yield chunk
 
 
 def call_attempt(rest: CallAdvisorChain) -> Attempt[None]:

@@ -29,7 +29,7 @@ from ..output import (
     extract_json,
     join_errors,
 )
-from .attempts import Attempt, buffered_attempt, call_attempt, release_buffered, usage_of
+from .attempts import Attempt, accepted_answer, accepted_chunks, usage_of
 
 __all__ = ["StructuredOutputValidationAdvisor"]
 
@@ -213,16 +213,13 @@ class StructuredOutputValidationAdvisor:
 
     async def advise_call(self, request: ChatClientRequest, chain: CallAdvisorChain) -> ChatClientResponse:
         """Call the rest of the chain until the answer validates, at most 1 + max_repeat_attempts times."""
-        response, _ = await self._until_valid(request, call_attempt(chain.copy(self)))
-        return response
+        return await accepted_answer(self._until_valid, request, chain.copy(self))
 
-    async def advise_stream(
+    def advise_stream(
         self, request: ChatClientRequest, chain: StreamAdvisorChain
     ) -> AsyncIterator[ChatClientResponse]:
         """Buffer each attempt; emit the chunks of the first valid answer (or tool-call iteration)."""
-        response, chunks = await self._until_valid(request, buffered_attempt(chain.copy(self)))
-        for chunk in release_buffered(chunks, response):
-            yield chunk
+        return accepted_chunks(self._until_valid, request, chain.copy(self))
 
     async def _until_valid(
         self, request: ChatClientRequest, attempt: Attempt[R]

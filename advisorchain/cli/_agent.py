@@ -16,7 +16,7 @@ import click
 from .._streams import closing
 from ..chain.vocabulary import AdvisorParams
 from ..client import ChatClient
-from ..errors import ModelError
+from ..errors import AdvisorChainError, ModelError, UsageLimitExceeded
 from ..memory import ChatMemory, ChatMemoryDecodeError, ChatMemoryRepository
 from ..model import ChatModel
 from ..usage import RunUsage, UsageLimits
@@ -30,7 +30,7 @@ from ._display import (
     stdin_is_terminal,
     usage_line,
 )
-from ._options import AgentOptions, ModelOptions
+from ._options import AgentOptions, BudgetOptions, ModelOptions
 from ._setup import CliError, build_model, load_tools, mcp_servers, parse_model, server_of
 
 __all__ = [
@@ -41,10 +41,13 @@ __all__ = [
     "agent_client",
     "guard_kit",
     "ask",
+    "cli_error_text",
     "close_model",
     "describe_failure",
+    "flag_message",
     "open_agent",
     "open_knowledge_advisor",
+    "refuse_unpriced_cost_limit",
     "show_citations",
 ]
 
@@ -257,6 +260,7 @@ async def open_agent(
         )
     servers = mcp_servers(options.mcp, options.mcp_url)
     model = ModelChoice.build(options.model)
+    refuse_unpriced_cost_limit(options.budget, model.model)
     knowledge = open_knowledge_advisor(options.knowledge, stack)
     manager = ToolCallingManager(approver=approver(display, options.approve_all, stdin_is_terminal(), read))
     agent = Agent(
@@ -357,8 +361,9 @@ def show_citations(display: Display, context: Mapping[str, Any]) -> None:
 def describe_failure(exc: BaseException, *, session: str | None, store_label: str | None) -> str | None:
     """What to tell the user about a failed turn, with what to do; None when the error's own text
     says it (or it is not one the CLI knows)."""
-    if isinstance(exc, ModelError) and exc.error_type == "timeout":
-        return f"{exc} (--timeout SECONDS waits longer)"
+    flagged = flag_message(exc)
+    if flagged is not None:
+        return flagged
     if isinstance(exc, ChatMemoryDecodeError) and session is not None:
         where = f" in {store_label}" if store_label else ""
         return (
@@ -372,3 +377,44 @@ def describe_failure(exc: BaseException, *, session: str | None, store_label: st
 
 
 _STORE_DRIVERS: Sequence[str] = ("sqlite3", "psycopg", "psycopg_pool", "redis")
+
+_LIMIT_FLAGS = {"request_limit": ("--max-requests", "N"), "cost_limit": ("--max-cost", "USD")}
+_LIBRARY_TIMEOUT_ADVICE = "; raise the client's timeout or retry"
+
+
+def flag_message(exc: BaseException) -> str | None:
+    """The text of a library error that gives Python advice (``UsageLimits.request_limit``,
+    ``RetryChatModel``), told in the command's flags instead; None for any other error. The library's
+    own messages stay as they are for library users: this is the CLI's edge."""
+    if isinstance(exc, ModelError) and exc.error_type == "timeout":
+        what = str(exc).split(_LIBRARY_TIMEOUT_ADVICE, 1)[0]
+        return f"{what} (--timeout SECONDS waits longer)"
+    if not isinstance(exc, UsageLimitExceeded) or exc.limit_name not in _LIMIT_FLAGS:
+        return None
+    flag, metavar = _LIMIT_FLAGS[exc.limit_name]
+    why = str(getattr(exc, "_advisorchain_why", "was reached")).split(" (give ", 1)[0].split(" (or ", 1)[0]
+    so_far = f"the answer so far: {exc.run_usage.describe()}"
+    if why.startswith("cannot be"):
+        return f"{flag} {exc.limit} {why}; {so_far}. Drop {flag} to go on without it"
+    return f"{flag} {exc.limit} {why}; {so_far}. Raise {flag} {metavar} to allow more"
+
+
+def refuse_unpriced_cost_limit(budget: BudgetOptions, model: ChatModel) -> None:
+    """``--max-cost`` on a model with no known price is refused before any request is sent (else
+    the first answer would stream, then fail)."""
+    if budget.max_cost is None:
+        return
+    from ..usage import bundled_rates
+
+    provider, name = getattr(model, "provider", None), getattr(model, "model_name", None)
+    if isinstance(provider, str) and isinstance(name, str) and bundled_rates(provider, name) is not None:
+        return
+    raise CliError(
+        f"--max-cost cannot be enforced: model {name!r} has no known price; drop --max-cost "
+        "(--max-requests N limits an answer without a price)"
+    )
+
+
+def cli_error_text(exc: AdvisorChainError) -> str:
+    """What the command line says about ``exc``: in its flags where the library's text names Python."""
+    return flag_message(exc) or str(exc)

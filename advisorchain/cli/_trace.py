@@ -31,7 +31,9 @@ def _label(node: SpanNode) -> Text:
     if node.kind in ("model", "request"):
         if node.tokens_in is not None or node.tokens_out is not None:
             text.append(f"  tokens {node.tokens_in} in / {node.tokens_out} out", style="magenta")
-        if node.cost is not None or (node.kind == "request" and node.tokens_in is not None):
+        elif node.kind == "request":  # no response reported usage: as the summary under the answer says
+            text.append("  tokens n/a", style="magenta")
+        if node.cost is not None or node.kind == "request":
             cost = "n/a" if node.cost is None else f"${Decimal(repr(node.cost)):f}"
             text.append(f"  cost {cost}", style="magenta")
     if node.kind == "model" and node.finish_reasons:

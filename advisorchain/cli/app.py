@@ -5,11 +5,12 @@ agent are shared (``_options``), and so is building it (``_agent``)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import tempfile
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -18,6 +19,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from ..errors import AdvisorChainError
+from ._agent import cli_error_text, refuse_unpriced_cost_limit
 from ._options import BudgetOptions, ModelOptions, budget_options, debug_option, model_options
 from ._sessions import sessions
 from ._setup import build_model, parse_model
@@ -73,6 +75,9 @@ class _Group(click.Group):
         except BrokenPipeError:
             _silence_stdout()
             return EXIT_OK
+        except _ClosedPipe:
+            _silence_stdout()
+            return EXIT_OK
         except click.ClickException as exc:
             _one_line(err, exc.format_message())
             return exc.exit_code
@@ -80,10 +85,41 @@ class _Group(click.Group):
             if debug:
                 err.print(traceback.format_exc(), markup=False, highlight=False, end="")
             elif isinstance(exc, AdvisorChainError):
-                _one_line(err, str(exc))
+                _one_line(err, cli_error_text(exc))
             else:
                 _one_line(err, f"{type(exc).__name__}: {exc} (run again with --debug for the traceback)")
             return EXIT_FAILURE
+
+    def make_context(
+        self, info_name: str | None, args: list[str], parent: click.Context | None = None, **extra: Any
+    ) -> click.Context:
+        """Parse the arguments (printing --help or --version, here), closed pipe as in ``invoke``."""
+        with _closed_pipe_leaves_quietly():
+            return super().make_context(info_name, args, parent, **extra)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        """Run the command; a closed stdout pipe leaves as ``_ClosedPipe``, before click's own EPIPE
+        handling (exit 1) can see it."""
+        with _closed_pipe_leaves_quietly():
+            return super().invoke(ctx)
+
+
+@contextlib.contextmanager
+def _closed_pipe_leaves_quietly() -> Iterator[None]:
+    try:
+        yield
+    except BrokenPipeError as exc:
+        raise _ClosedPipe from exc
+    except SystemExit as exc:
+        # rich turns a print to a closed pipe (also one on the sync bridge's loop thread) into
+        # SystemExit(1), raised while it handles the BrokenPipeError.
+        if isinstance(exc.__context__, BrokenPipeError):
+            raise _ClosedPipe from exc
+        raise
+
+
+class _ClosedPipe(Exception):
+    """The reader of stdout stopped early (``| head``): no failure, the command ends quietly."""
 
 
 def _one_line(err: Console, message: str) -> None:
@@ -159,6 +195,7 @@ def demo(
     else:
         click.echo(f"Running live on {chosen[0]}:{chosen[1]}.", file=out)
         llm = build_model(chosen[0], chosen[1], model.base_url, model.timeout)
+        refuse_unpriced_cost_limit(budget, llm)
     try:
         with tempfile.TemporaryDirectory() as tmp:
             prices = DEMO_PRICES if chosen is None else None

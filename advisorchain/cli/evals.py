@@ -26,7 +26,15 @@ from ..evaluation.cases import EvaluationReport
 from ..messages import AssistantMessage
 from ..model import ChatModel, Prompt
 from ..usage import UsageLimits
-from ._agent import MAX_MESSAGES, GuardKit, agent_client, close_model, guard_kit, open_knowledge_advisor
+from ._agent import (
+    MAX_MESSAGES,
+    GuardKit,
+    agent_client,
+    close_model,
+    guard_kit,
+    open_knowledge_advisor,
+    refuse_unpriced_cost_limit,
+)
 from ._options import AgentOptions, agent_options, debug_option
 from ._setup import build_model, load_tools, mcp_servers, parse_model
 
@@ -214,6 +222,7 @@ def eval_command(
         llm = demo_eval_model()
     else:
         llm = build_model(*parse_model(model.model), model.base_url, model.timeout)
+        refuse_unpriced_cost_limit(agent.budget, llm)
     judge_model = None
     if judge is not None:
         provider, name = parse_model(judge)

@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any, ClassVar, Literal, TypeVar, get_args
 
 from .._checks import check_int
-from ..advisors.attempts import Attempt, buffered_attempt, call_attempt, release_buffered, usage_of
+from ..advisors.attempts import Attempt, accepted_answer, accepted_chunks, usage_of
 from ..chain import CallAdvisorChain, StreamAdvisorChain
 from ..chain.vocabulary import SELF_REFINE_ORDER, AdvisorParams, check_order
 from ..errors import ChainConfigurationError, EvaluationFailedError
@@ -105,17 +105,14 @@ class SelfRefineEvaluationAdvisor:
 
     async def advise_call(self, request: ChatClientRequest, chain: CallAdvisorChain) -> ChatClientResponse:
         """Call the rest of the chain until an answer passes, at most ``max_attempts`` times."""
-        response, _ = await self._refine(request, call_attempt(chain.copy(self)))
-        return response
+        return await accepted_answer(self._refine, request, chain.copy(self))
 
-    async def advise_stream(
+    def advise_stream(
         self, request: ChatClientRequest, chain: StreamAdvisorChain
     ) -> AsyncIterator[ChatClientResponse]:
         """Buffer each attempt; emit only the chunks of the answer returned (its last chunk carries
         the evaluations and the summed usage)."""
-        response, chunks = await self._refine(request, buffered_attempt(chain.copy(self)))
-        for chunk in release_buffered(chunks, response, response.context):
-            yield chunk
+        return accepted_chunks(self._refine, request, chain.copy(self), with_context=True)
 
     async def _refine(self, request: ChatClientRequest, attempt: Attempt[R]) -> tuple[ChatClientResponse, R]:
         """The loop both paths share: run ``attempt``, judge its answer, retry with the feedback."""

@@ -10,7 +10,9 @@ model as base64 text:
   naming its URI; a binary one of another type is media when it is an image, audio or PDF, else a
   line naming its URI, type and size;
 * a resource link: a line with its name and URI (and type and description when given);
-* structured content: its JSON, when the result has no text.
+* structured content: its JSON, when the result has no text — unless it only mirrors the content
+  blocks (as ``@modelcontextprotocol/server-filesystem``'s ``read_media_file`` does with its
+  image); an image or audio inside it is media too, named in the JSON by a placeholder.
 
 A result larger than the server's ``max_result_bytes`` is refused with an error naming both sizes.
 """
@@ -68,9 +70,52 @@ def tool_text(result: mcp_types.CallToolResult) -> ToolText:
         elif isinstance(block, mcp_types.ResourceLink):
             lines.append(_link_line(block))
     has_text = any(isinstance(b, mcp_types.TextContent) for b in result.content)
-    if not has_text and result.structured_content is not None:
-        lines.insert(0, json.dumps(result.structured_content, ensure_ascii=False))
+    structured = result.structured_content
+    if not has_text and structured is not None and not _mirrors(structured, result.content):
+        known = {
+            b.data for b in result.content if isinstance(b, mcp_types.ImageContent | mcp_types.AudioContent)
+        }
+        shown = _media_as_placeholders(structured, known, media)
+        lines.insert(0, json.dumps(shown, ensure_ascii=False))
     return ToolText("\n".join(lines), media)
+
+
+def _mirrors(structured: object, blocks: list[mcp_types.ContentBlock]) -> bool:
+    """``structured`` is ``{"content": [...]}`` holding the content blocks again, and nothing else."""
+    if not isinstance(structured, dict) or set(structured) != {"content"}:
+        return False
+    items = structured["content"]
+    if not isinstance(items, list) or len(items) != len(blocks):
+        return False
+    dumped = [b.model_dump(mode="json", by_alias=True, exclude_none=True) for b in blocks]
+    return all(
+        isinstance(item, dict)
+        and all(item.get(k) == v for k, v in block.items() if k in ("type", "data", "text"))
+        for item, block in zip(items, dumped, strict=True)
+    )
+
+
+def _media_as_placeholders(value: object, known: set[str], media: list[Media]) -> object:
+    """``value`` with every image or audio in it (``{"type": "image", "data": ..., "mimeType": ...}``,
+    or a string that is the data of an image or audio block of the result) as a placeholder; one not
+    among the result's blocks already is added to ``media``."""
+    if isinstance(value, str):
+        return "[media shown beside this result]" if value in known else value
+    if isinstance(value, list):
+        return [_media_as_placeholders(item, known, media) for item in value]
+    if not isinstance(value, dict):
+        return value
+    kind, data = value.get("type"), value.get("data")
+    if kind in ("image", "audio") and isinstance(data, str):
+        mime = str(value.get("mimeType") or value.get("mime_type") or "application/octet-stream")
+        attached = f"[{kind} ({mime}), attached]"
+        if data in known:
+            return attached
+        lines: list[str] = []
+        _add_binary(mime, data, f"a {kind}", lines, media)
+        known.add(data)
+        return lines[0] if lines else attached
+    return {key: _media_as_placeholders(item, known, media) for key, item in value.items()}
 
 
 def _add_binary(mime_type: str, data: str, what: str, lines: list[str], media: list[Media]) -> None:

@@ -76,6 +76,7 @@ def test_a_silent_server_is_named_then_given_up_after_the_timeout(held: Scripted
     assert (
         lines[-1].startswith("error: openai request timed out")
         and "(--timeout SECONDS waits longer)" in lines[-1]
+        and "RetryChatModel" not in lines[-1]  # the library's advice, told in the flag here
     )
     assert len(held.requests) == 3
 

@@ -8,6 +8,8 @@ import re
 from click.testing import CliRunner
 
 from advisorchain.cli import app
+from tests.support.openai_server import Received, ScriptedServer, Step, json_reply
+from tests.support.payloads import openai_completion
 
 
 def _tree(server_url: str, *extra: str) -> tuple[str, list[str]]:
@@ -68,3 +70,28 @@ def test_without_trace_no_tree_is_shown(server_url: str) -> None:
     assert result.exit_code == 0
     assert "trace" not in result.stderr.splitlines()
     assert "execute_tool" not in result.stderr
+
+
+def test_a_server_that_reports_no_usage_is_tokens_n_a_in_the_trace_as_under_the_answer(
+    held: ScriptedServer,
+) -> None:
+    def no_usage(request: Received) -> list[Step]:
+        body = openai_completion("hello", model=request.body["model"])
+        del body["usage"]
+        return json_reply(200, body)
+
+    def ask(*extra: str) -> list[str]:
+        held.queue(no_usage)
+        result = CliRunner().invoke(
+            app,
+            ["chat", "--model", "openai:m", "--base-url", held.base_url, "--no-stream", "-p", "hi", *extra],
+            catch_exceptions=False,
+        )
+        assert result.exit_code == 0, result.stderr
+        return result.stderr.splitlines()
+
+    assert ask()[-1] == "tokens n/a · cost n/a"  # the summary under the answer
+    traced = ask("--trace")  # with --trace, the tree's request line says it instead
+    (request,) = [line for line in traced if "advisorchain request" in line]
+    assert re.search(r"advisorchain request  \d+ ms  tokens n/a  cost n/a$", request), request
+    assert not any("tokens 0 in" in line for line in traced)

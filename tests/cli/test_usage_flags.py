@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from advisorchain.cli import app
+from tests.support.openai_server import ScriptedServer
 
 WEATHER = "weather+k5"
 
@@ -43,17 +44,81 @@ def test_chat_shows_the_answers_tokens_and_cost_under_it(server_url: str, stream
     assert re.fullmatch(r"tokens \d+ in / \d+ out · cost n/a · 2 model calls", last), last
 
 
+_PYTHON_WORDS = ("UsageLimits", "usage_limits", "ChatClient(", "prices=", "RetryChatModel", "on_unpriced")
+
+
+def _speaks_of_flags_only(line: str) -> None:
+    for word in _PYTHON_WORDS:
+        assert word not in line, line
+
+
 def test_max_requests_stops_an_answer_that_needs_more_calls(server_url: str) -> None:
     result = chat(server_url, "--max-requests", "1", "-p", "weather?")
     assert result.exit_code == 1
     error = result.stderr.strip().splitlines()[-1]
-    assert error.startswith("error: usage limit request_limit=1 was reached") and "1 request" in error
+    assert error.startswith("error: --max-requests 1 was reached: no model call is left"), error
+    assert "1 request" in error and error.endswith("Raise --max-requests N to allow more")
+    _speaks_of_flags_only(error)
 
 
-def test_max_cost_on_a_model_without_a_price_is_an_error_naming_it(server_url: str) -> None:
-    result = chat(server_url, "--max-cost", "0.05", "-p", "weather?")
+def test_max_cost_on_a_model_without_a_price_is_refused_before_any_request(
+    held: ScriptedServer,
+) -> None:
+    result = run(
+        "chat", "--model", f"openai:{WEATHER}", "--base-url", held.base_url, "--max-cost", "0.05", "-p", "hi"
+    )
     assert result.exit_code == 1
-    assert f"model '{WEATHER}' has no price" in result.stderr
+    assert result.stderr.strip().splitlines() == [
+        f"error: --max-cost cannot be enforced: model '{WEATHER}' has no known price; drop --max-cost "
+        "(--max-requests N limits an answer without a price)"
+    ]
+    assert result.stdout == "" and held.requests == []  # nothing was sent, nothing streamed
+
+
+@pytest.mark.parametrize("command", [["eval", "CASES"], ["demo"]])
+def test_every_command_refuses_max_cost_on_an_unpriced_model_before_any_request(
+    held: ScriptedServer, tmp_path: Path, command: list[str]
+) -> None:
+    cases = tmp_path / "cases.json"
+    cases.write_text(json.dumps([{"name": "w", "question": "weather?", "expected": "sunny"}]))
+    args = [str(cases) if a == "CASES" else a for a in command]
+    result = run(*args, "--model", f"openai:{WEATHER}", "--base-url", held.base_url, "--max-cost", "0.05")
+    assert result.exit_code == 1
+    assert f"--max-cost cannot be enforced: model '{WEATHER}' has no known price" in result.stderr
+    assert held.requests == []
+
+
+def test_a_limit_passed_under_the_cli_names_its_flag_not_python() -> None:
+    from decimal import Decimal
+
+    from advisorchain import ChatClient, UsageLimitExceeded, UsageLimits
+    from advisorchain.cli._agent import flag_message
+    from advisorchain.testing import ScriptedChatModel
+
+    client = ChatClient(ScriptedChatModel(["one"]), usage_limits=UsageLimits(cost_limit=Decimal("0.05")))
+    with pytest.raises(UsageLimitExceeded) as raised:
+        client.prompt("q").call().content()
+    library = str(raised.value)
+    assert "UsageLimits(on_unpriced='ignore')" in library  # the library's text stays for library users
+    told = flag_message(raised.value)
+    assert told is not None and told.startswith("--max-cost 0.05 cannot be enforced: model ")
+    assert told.endswith("Drop --max-cost to go on without it")
+    _speaks_of_flags_only(told)
+
+
+def test_a_timeout_under_the_cli_names_timeout_not_retry_chat_model() -> None:
+    from advisorchain.cli._agent import flag_message
+    from advisorchain.errors import ModelTimeoutError
+
+    library = ModelTimeoutError(
+        "openai request timed out: no byte in 1 s; raise the client's timeout or retry "
+        "(advisorchain.models.RetryChatModel)",
+        error_type="timeout",
+        provider="openai",
+    )
+    assert (
+        flag_message(library) == "openai request timed out: no byte in 1 s (--timeout SECONDS waits longer)"
+    )
 
 
 @pytest.mark.parametrize(
@@ -84,9 +149,10 @@ def test_demo_shows_each_answers_tokens_and_cost(tmp_path: Path) -> None:
 
 def test_demo_keeps_its_budget(tmp_path: Path) -> None:
     result = run("demo", "--db", str(tmp_path / "d.sqlite3"), "--max-requests", "2")
-    assert result.exit_code == 1 and "request_limit=2" in result.output
+    assert result.exit_code == 1 and "error: --max-requests 2 " in result.output
     result = run("demo", "--db", str(tmp_path / "e.sqlite3"), "--max-cost", "0.00001")
-    assert result.exit_code == 1 and "cost_limit=0.00001" in result.output
+    assert result.exit_code == 1 and "error: --max-cost 0.00001 " in result.output
+    _speaks_of_flags_only(result.output)
 
 
 def test_eval_shows_each_answers_cost_and_keeps_the_budget(server_url: str, tmp_path: Path) -> None:

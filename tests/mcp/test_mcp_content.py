@@ -54,6 +54,26 @@ async def test_an_image_only_result_is_never_base64_text(scripted_server: McpSer
     assert len(result.media) == 1 and len(result.media[0].data or b"") == 300 * 1024
 
 
+async def test_an_image_mirrored_in_structured_content_is_media_not_base64_text(
+    scripted_server: McpServerStdio,
+) -> None:
+    """The shape of @modelcontextprotocol/server-filesystem's read_media_file: one image block, and
+    ``structuredContent`` holding the same block again."""
+    result = await _tool(scripted_server, "media_file").call("{}", None)
+
+    assert (result, result.media) == ("", (Media("image/png", data=PNG),))
+
+
+async def test_an_image_inside_structured_content_is_media_and_a_placeholder_in_its_json(
+    scripted_server: McpServerStdio,
+) -> None:
+    result = await _tool(scripted_server, "structured_media").call("{}", None)
+
+    assert json.loads(result) == {"name": "chart.png", "preview": "[image (image/png), attached]"}
+    assert result.media == (Media("image/png", data=PNG),)
+    assert PNG_B64 not in result
+
+
 async def test_audio_is_media(scripted_server: McpServerStdio) -> None:
     result = await _tool(scripted_server, "sound").call("{}", None)
 

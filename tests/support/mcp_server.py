@@ -158,6 +158,26 @@ def image_only(kilobytes: int) -> CallToolResult:
     return CallToolResult(content=[ImageContent(type="image", data=_b64(data), mime_type="image/png")])
 
 
+@server.tool(description="An image mirrored in structuredContent, as server-filesystem's read_media_file.")
+def media_file() -> CallToolResult:
+    image = {"type": "image", "data": _b64(PNG), "mimeType": "image/png"}
+    return CallToolResult(
+        content=[ImageContent(type="image", data=_b64(PNG), mime_type="image/png")],
+        structured_content={"content": [image]},
+    )
+
+
+@server.tool(description="Structured content holding an image of its own beside other fields.")
+def structured_media() -> CallToolResult:
+    return CallToolResult(
+        content=[],
+        structured_content={
+            "name": "chart.png",
+            "preview": {"type": "image", "data": _b64(PNG), "mimeType": "image/png"},
+        },
+    )
+
+
 @server.tool(description="A short sound.")
 def sound() -> CallToolResult:
     return CallToolResult(

@@ -376,6 +376,27 @@ def judge(request: Received) -> list[Step]:
     return json_reply(200, body)
 
 
+# -- the provider behind the docs' examples ----------------------------------------------------------
+
+
+def docs_provider(request: Received) -> list[Step]:
+    """Every provider API the documented examples call (OpenAI Chat Completions and Responses,
+    Anthropic Messages), on loopback: the final text of the tool loop above (``LOOP_FINAL``, which
+    says "sunny"), streamed when asked; a judge's request (its answer between ``<answer>`` tags) is
+    answered with ``judge``'s verdict."""
+    path = request.path.split("?")[0]
+    route = next((fn for suffix, fn in _ROUTES.items() if path.endswith(suffix)), None)
+    if route is None:
+        return json_reply(404, {"error": {"message": f"no route {path}"}})
+    messages = request.body.get("messages") or []
+    if route is _chat and messages and "<answer>" in str(messages[-1].get("content")):
+        return judge(request)
+    kind, payload = route(True, bool(request.body.get("stream")))
+    if kind == "json":
+        return json_reply(200, payload)
+    return raw_reply(200, "text/event-stream", _sse_text(payload).encode())
+
+
 # -- the benchmarks' scenarios ---------------------------------------------------------------------
 
 
