@@ -21,7 +21,15 @@ import click
 from rich.console import Console
 
 from ..client import ChatClient
-from ._agent import MAX_MESSAGES, ModelChoice, agent_client, close_model, guard_kit, open_knowledge_advisor
+from ._agent import (
+    MAX_MESSAGES,
+    ModelChoice,
+    agent_client,
+    close_model,
+    guard_kit,
+    open_knowledge_advisor,
+    refuse_unpriced_cost_limit,
+)
 from ._options import AgentOptions, ModelOptions, agent_options
 from ._sessions import open_store
 from ._setup import CliError, load_tools, mcp_servers
@@ -77,6 +85,7 @@ def serve_command(
     else:
         llm = ModelChoice.build(agent.model).model
         label, extra_tools = agent.model.model, []
+    refuse_unpriced_cost_limit(agent.budget, llm)
     tools = [*extra_tools, *load_tools(agent.tools)]
     servers = mcp_servers(agent.mcp, agent.mcp_url)
     store = open_store(agent.memory)

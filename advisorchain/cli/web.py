@@ -31,6 +31,7 @@ from ._agent import (
     close_model,
     guard_kit,
     open_knowledge_advisor,
+    refuse_unpriced_cost_limit,
 )
 from ._options import AgentOptions, ModelOptions, agent_options
 from ._sessions import open_store
@@ -113,6 +114,7 @@ def web_command(agent: AgentOptions, host: str, port: int, debug: bool) -> int:
     else:
         llm = ModelChoice.build(agent.model).model
         label, extra_tools = agent.model.model, []
+    refuse_unpriced_cost_limit(agent.budget, llm)
     loaded = [*extra_tools, *load_tools(agent.tools)]
     start = None
     if agent.agents is not None:

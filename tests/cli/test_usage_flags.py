@@ -75,7 +75,10 @@ def test_max_cost_on_a_model_without_a_price_is_refused_before_any_request(
     assert result.stdout == "" and held.requests == []  # nothing was sent, nothing streamed
 
 
-@pytest.mark.parametrize("command", [["eval", "CASES"], ["demo"]])
+@pytest.mark.parametrize(
+    "command",
+    [["eval", "CASES"], ["demo"], ["web", "--port", "0"], ["serve", "--protocol", "openai", "--port", "0"]],
+)
 def test_every_command_refuses_max_cost_on_an_unpriced_model_before_any_request(
     held: ScriptedServer, tmp_path: Path, command: list[str]
 ) -> None:
