@@ -659,18 +659,16 @@ class CallResponseSpec:
 
     def chat_client_response(self) -> ChatClientResponse:
         return _sync.run(
-            self._async.chat_client_response(),
+            self._async.chat_client_response,
             "call().chat_client_response()",
             "await acall().chat_client_response()",
         )
 
     def chat_response(self) -> ChatResponse:
-        return _sync.run(
-            self._async.chat_response(), "call().chat_response()", "await acall().chat_response()"
-        )
+        return _sync.run(self._async.chat_response, "call().chat_response()", "await acall().chat_response()")
 
     def content(self) -> str | None:
-        return _sync.run(self._async.content(), "call().content()", "await acall().content()")
+        return _sync.run(self._async.content, "call().content()", "await acall().content()")
 
     @overload
     def entity(self, output_type: type[T], schema_validation: bool = ..., *, native: bool = ...) -> T: ...
@@ -679,7 +677,9 @@ class CallResponseSpec:
     def entity(self, output_type: Any, schema_validation: bool = False, *, native: bool = False) -> Any:
         """The answer parsed into ``output_type``; the blocking form of ``acall().entity(...)``."""
         return _sync.run(
-            self._async.entity(output_type, schema_validation=schema_validation, native=native),
+            functools.partial(
+                self._async.entity, output_type, schema_validation=schema_validation, native=native
+            ),
             "call().entity()",
             "await acall().entity()",
         )
@@ -697,7 +697,9 @@ class CallResponseSpec:
     ) -> ResponseEntity[Any]:
         """The blocking form of ``acall().response_entity(...)``: the entity and its ChatResponse."""
         return _sync.run(
-            self._async.response_entity(output_type, schema_validation=schema_validation, native=native),
+            functools.partial(
+                self._async.response_entity, output_type, schema_validation=schema_validation, native=native
+            ),
             "call().response_entity()",
             "await acall().response_entity()",
         )
