@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import re
 import uuid
 from collections.abc import Sequence
@@ -24,10 +23,11 @@ from a2a.client import A2ACardResolver, ClientConfig, create_client
 from a2a.client.card_resolver import parse_agent_card
 from a2a.helpers import get_data_parts, get_message_text, new_task, new_text_part
 from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.context import ServerCallContext
 from a2a.server.events import EventQueue
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.request_handlers.response_helpers import agent_card_to_dict
-from a2a.server.routes import create_jsonrpc_routes
+from a2a.server.routes import DefaultServerCallContextBuilder, create_jsonrpc_routes
 from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
 from a2a.types import (
     AgentCapabilities,
@@ -115,7 +115,7 @@ def a2a_app(
 
     routes = [
         Route(AGENT_CARD_WELL_KNOWN_PATH, agent_card, methods=["GET"]),
-        *create_jsonrpc_routes(handler, "/", enable_v0_3_compat=True),
+        *create_jsonrpc_routes(handler, "/", context_builder=_CallContexts(), enable_v0_3_compat=True),
     ]
     app = Starlette(routes=routes)
     app.add_middleware(_Disconnects)
@@ -125,15 +125,24 @@ def a2a_app(
     return app
 
 
-_CLIENT_GONE: contextvars.ContextVar[asyncio.Event | None] = contextvars.ContextVar(
-    "advisorchain_a2a_client_gone", default=None
-)
-"""Set when the client of the request that started a run has gone away (its run is cancelled)."""
+_CLIENT_GONE = "advisorchain.client_gone"
+"""The ASGI scope key (and the a2a-sdk call context's state key) of an ``asyncio.Event`` set when
+the client of the request that started a run has gone away (its run is then cancelled)."""
+
+
+class _CallContexts(DefaultServerCallContextBuilder):
+    """The a2a-sdk's call context, with the request's client-gone event in its state."""
+
+    def build(self, request: Request) -> ServerCallContext:
+        context = super().build(request)
+        context.state[_CLIENT_GONE] = request.scope.get(_CLIENT_GONE)
+        return context
 
 
 class _Disconnects:
     """Lets the run a request starts see that request's client go away: the request's body is
-    handed on, then its client's disconnect sets ``_CLIENT_GONE`` (which the run's task inherits)."""
+    handed on, then its client's disconnect sets the event under ``_CLIENT_GONE`` in the request's
+    scope (which the call context hands the executor)."""
 
     def __init__(self, app: ASGIApp) -> None:
         self._app = app
@@ -155,11 +164,10 @@ class _Disconnects:
             await gone.wait()
             return {"type": "http.disconnect"}
 
-        token = _CLIENT_GONE.set(gone)
+        scope[_CLIENT_GONE] = gone
         try:
             await self._app(scope, app_receive, send)
         finally:
-            _CLIENT_GONE.reset(token)
             watcher.cancel()
 
 
@@ -233,7 +241,7 @@ class _Executor(AgentExecutor):
             await updater.reject(updater.new_agent_message([new_text_part(refusal.message)]))
             return
         await updater.start_work()
-        gone = _CLIENT_GONE.get()
+        gone = context.call_context.state.get(_CLIENT_GONE) if context.call_context is not None else None
         run = asyncio.ensure_future(self._run(turn, updater))
         watch = asyncio.ensure_future(gone.wait() if gone is not None else asyncio.Event().wait())
         try:
