@@ -254,3 +254,15 @@ def test_the_private_import_finder_sees_one() -> None:
     }
     assert private_imports(graph) == [("advisorchain.rag.embeddings", "advisorchain.models._http")]
 
+
+
+def test_per_run_state_lives_in_the_run_not_in_context_variables() -> None:
+    """A request's state (its meter, memory's turn, the citation ledger) is the Run's; the package
+    keeps two ContextVars: the run whose tools execute, and the trace collector's scope."""
+    found = sorted(
+        str(path.relative_to(ROOT))
+        for path in ROOT.rglob("*.py")
+        for line in path.read_text().splitlines()
+        if "ContextVar(" in line
+    )
+    assert found == ["_span_tree.py", "chain/run.py"], found
