@@ -265,6 +265,8 @@ class _Steps:
     subagent: str | None
     round: int | None = None
     results: list[BaseEvent] = field(default_factory=list)
+    message_id: str | None = None
+    """The assistant message of the open round (its text, then its tool calls); a new one each round."""
 
 
 class _Run:
@@ -325,6 +327,9 @@ class _Run:
         steps = self._steps(event.run_id)
         events = self._close_round(steps)
         steps.round = event.iteration
+        steps.message_id = None  # a round's calls join its own message, never an earlier round's
+        if steps is self._top:
+            self.message_id = None
         events.append(StepStartedEvent(step_name=f"round {event.iteration}", subagent_run_id=steps.subagent))
         return events
 
@@ -346,7 +351,18 @@ class _Run:
         call: ToolCall = event.call
         if steps is self._top and call.id in self.resumed:
             return []  # its START/ARGS/END went out with the run that paused on it
-        return [*self.close_text(), *_call_events(call, steps.subagent, self.message_id)]
+        return [*self.close_text(), *_call_events(call, steps.subagent, self._parent(steps))]
+
+    def _parent(self, steps: _Steps) -> str:
+        """The id of the assistant message a call of ``steps``' open round belongs to: the round's
+        text message, else one the client makes for the round's calls."""
+        if steps is self._top:
+            if self.message_id is None:
+                self.message_id = _new_id("msg")
+            return self.message_id
+        if steps.message_id is None:
+            steps.message_id = _new_id("msg")
+        return steps.message_id
 
     def _tool_finished(self, event: ToolCallFinished) -> list[BaseEvent]:
         steps = self._steps(event.run_id)
@@ -403,7 +419,7 @@ class _Run:
         if paused is not None:  # the paused round's calls, all of them (the others run on resume)
             calls = paused.message.tool_calls if paused.message is not None else [c for c, _ in paused.calls]
             for call in calls:
-                events.extend(_call_events(call, None, self.message_id))
+                events.extend(_call_events(call, None, self._parent(self._top)))
         events.extend(self._close_round(self._top))
         usage = _usage(self.context)
         outcome: RunFinishedInterruptOutcome | RunFinishedSuccessOutcome | None = None
@@ -547,6 +563,8 @@ def _messages(given: RunAgentInput) -> list[Message]:
     names: dict[str, str] = {}
     for index, message in enumerate(given.messages):
         item = message.root if hasattr(message, "root") else message
+        if getattr(item, "subagent_run_id", None) is not None:
+            continue  # a nested agent tool's own rounds: its answer is the tool result, not the thread
         if isinstance(item, AguiSystem | DeveloperMessage):
             converted.append(SystemMessage(item.content))
         elif isinstance(item, AguiUser):

@@ -195,6 +195,19 @@ def test_a_front_end_tool_ends_the_run_after_its_call_and_its_result_starts_the_
     assert isinstance(sent, ToolResponseMessage) and sent.responses[0].response_data == "blue"
 
 
+def test_a_round_without_text_puts_its_calls_in_a_message_of_their_own_so_the_resent_thread_resumes(served: Any) -> None:
+    model = ScriptedChatModel([asks(("w1", "get_weather", '{"city": "Oslo"}'), text="Looking."), asks(("p1", "pick", "{}")), "Blue."])
+    where = served(agent(model))
+    out = run_agui_client(
+        where.base + "/",
+        [{"user": "go"}, {"run": {"tools": [PICK]}}, {"tool": {"toolCallId": "p1", "content": "blue"}}, {"run": {"tools": [PICK]}}],
+    )
+    assert all("error" not in r for r in out["runs"]), out["runs"][-1].get("error")
+    calls = [[c["id"] for c in m.get("toolCalls") or ()] for m in out["messages"] if m["role"] == "assistant"]
+    assert calls == [["w1"], ["p1"], []]
+    assert out["messages"][-1]["content"] == "Blue."
+
+
 def test_with_memory_the_stored_thread_wins_and_only_what_follows_the_last_answer_is_new(served: Any) -> None:
     memory = MessageWindowChatMemory()
     model = ScriptedChatModel(["Hi Ada.", "You are Ada."])
