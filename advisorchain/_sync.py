@@ -23,6 +23,7 @@ import asyncio
 import concurrent.futures
 import contextvars
 import functools
+import signal
 import threading
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from typing import Any, Generic, TypeVar
@@ -33,6 +34,7 @@ from .errors import SyncInAsyncContextError
 __all__ = ["iterate", "run"]
 
 T = TypeVar("T")
+_POLL = 0.2
 
 _lock = threading.Lock()
 _bridge: tuple[asyncio.AbstractEventLoop, threading.Thread] | None = None
@@ -56,8 +58,21 @@ def _start_bridge() -> asyncio.AbstractEventLoop:
     return _bridge[0]
 
 
+_PROCESS_SIGNALS = frozenset(
+    getattr(signal, name)
+    for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGALRM")
+    if hasattr(signal, name)
+)
+"""Signals sent to the process (Ctrl-C, kill): the bridge thread blocks them, so the kernel hands
+them to the main thread — whose wait on a step then ends in ``KeyboardInterrupt`` at once. Had the
+bridge thread taken one, the main thread would sleep on in its wait, unaware (the worker threads the
+loop starts inherit the mask)."""
+
+
 def _serve(loop: asyncio.AbstractEventLoop) -> None:
     """The bridge thread: run ``loop`` for good, whatever a step raises through it."""
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_BLOCK, _PROCESS_SIGNALS)
     while not loop.is_closed():
         try:
             loop.run_forever()
@@ -201,7 +216,10 @@ class _Step(Generic[T]):
 
     def _wait(self) -> tuple[bool, Any]:
         while (outcome := self._outcome) is None:
-            self._settled.acquire()  # released once, after the outcome was set
+            # Released once, after the outcome was set. Timed, so that a signal another thread
+            # caught (one the caller started) still reaches this thread's handler within the
+            # timeout: Python runs handlers only on the main thread, between bytecodes.
+            self._settled.acquire(timeout=_POLL)
         return outcome
 
     def _begin(self) -> None:

@@ -347,3 +347,17 @@ def test_a_system_exit_or_other_base_exception_on_the_loop_thread_reaches_the_ca
         "custom stream Custom mine",
         "fine",
     ], done.stdout + done.stderr
+
+
+def test_the_bridge_thread_blocks_process_signals_so_ctrl_c_reaches_the_waiting_main_thread() -> None:
+    """The kernel hands a process-directed signal (Ctrl-C, kill) to any thread that does not block
+    it; taken by the bridge thread, it would leave the main thread asleep in its wait."""
+
+    async def mask() -> set[int]:
+        return set(signal.pthread_sigmask(signal.SIG_BLOCK, []))
+
+    async def worker_mask() -> set[int]:
+        return set(await asyncio.to_thread(signal.pthread_sigmask, signal.SIG_BLOCK, []))
+
+    for blocked in (_sync.run(mask(), "run()", "await"), _sync.run(worker_mask(), "run()", "await")):
+        assert {signal.SIGINT, signal.SIGTERM} <= blocked
