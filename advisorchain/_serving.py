@@ -1,14 +1,21 @@
 """Rules the two app layers (``serve/`` and ``web/``) share: which memory a served client's
-conversations live in."""
+conversations live in, and how a request's work stops when its client goes away."""
 
 from __future__ import annotations
 
-from typing import Literal, overload
+import asyncio
+from collections.abc import Coroutine
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 from .advisors import MessageChatMemoryAdvisor
 from .client import ChatClient
 from .errors import ChainConfigurationError
 from .memory import ChatMemory, MessageWindowChatMemory
+
+if TYPE_CHECKING:
+    from starlette.types import Receive
+
+T = TypeVar("T")
 
 
 @overload
@@ -47,3 +54,28 @@ def served_memory(
             f"the client keeps its conversations in another memory (its MessageChatMemoryAdvisor's); {fix}"
         )
     return memory, MessageChatMemoryAdvisor(memory)
+
+
+async def until_disconnect(receive: Receive, work: Coroutine[Any, Any, T]) -> T | None:
+    """Run ``work`` while waiting for the client to go away; when it does, ``work`` is cancelled at
+    once (its run stops, memory stores nothing of the turn) and the result is None. An error
+    ``work`` raised is raised here."""
+    task = asyncio.ensure_future(work)
+    watch = asyncio.ensure_future(wait_disconnect(receive))
+    try:
+        await asyncio.wait({task, watch}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for pending in (task, watch):
+            pending.cancel()
+        await asyncio.wait({task, watch})
+    if task.cancelled():
+        return None
+    return task.result()
+
+
+async def wait_disconnect(receive: Receive) -> None:
+    """Returns when the client has gone away."""
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return
