@@ -17,6 +17,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .._serving import until_disconnect
+from .._streams import closing, ready_batches
 from ..errors import AdvisorChainError
 
 __all__ = [
@@ -244,17 +245,8 @@ class EventStream(Response):
         producer = asyncio.ensure_future(_produce(self._frames, queue))
         try:
             await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
-            ended = False
-            while not ended:  # what is ready goes out in one write
-                parts: list[bytes] = []
-                item = await queue.get()
-                while item is not None:
-                    parts.append(item)
-                    if queue.empty():
-                        break
-                    item = queue.get_nowait()
-                ended = item is None
-                if parts:
+            async with closing(ready_batches(queue)) as batches:
+                async for parts in batches:  # what is ready goes out in one write
                     await send({"type": "http.response.body", "body": b"".join(parts), "more_body": True})
             failure = producer.exception()
             if failure is not None:

@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from .._serving import served_memory
 from .._span_tree import SpanCollector, span_tree
-from .._streams import closing
+from .._streams import closing, ready_batches
 from ..advisors import ToolCallingAdvisor
 from ..chain.vocabulary import AdvisorParams, Ordered
 from ..client import ChatClient, ChatClientRequestSpec
@@ -233,17 +233,8 @@ class WebService:
         queue: asyncio.Queue[tuple[str, Any] | None] = asyncio.Queue()
         task = asyncio.create_task(self._produce(conversation_id, turn, queue))
         try:
-            ended = False
-            while not ended:
-                batch: list[tuple[str, Any]] = []
-                item = await queue.get()
-                while item is not None:
-                    batch.append(item)
-                    if queue.empty():
-                        break
-                    item = queue.get_nowait()
-                ended = item is None
-                if batch:
+            async with closing(ready_batches(queue)) as batches:
+                async for batch in batches:
                     yield batch
         finally:
             if not task.done():
