@@ -10,7 +10,6 @@ no URL is ever logged.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import secrets
 import sys
@@ -32,7 +31,7 @@ from ._agent import (
 from ._options import AgentOptions, ModelOptions
 from ._sessions import open_store
 from ._setup import CliError, load_tools, mcp_servers
-from .web import _listen, is_loopback, served_agent_options, served_model
+from .web import _listen, is_loopback, serve_until_stopped, served_agent_options, served_model
 
 __all__ = ["serve_command"]
 
@@ -69,15 +68,8 @@ def serve_command(
     servers = mcp_servers(agent.mcp, agent.mcp_url)
     store = open_store(agent.memory)
     sock = _listen(host, port)
-    try:
-        asyncio.run(_serve(protocol, agent, llm, label, tools, servers, store, sock, host, token, debug))
-    except KeyboardInterrupt:
-        pass
-    finally:
-        sock.close()
-        store.close()
-    Console(stderr=True, highlight=False).print("stopped", style="dim")
-    return 0
+    main = _serve(protocol, agent, llm, label, tools, servers, store, sock, host, token, debug)
+    return serve_until_stopped(main, sock, store)
 
 
 def _token(token_env: str | None, no_token: bool, host: str) -> str | None:

@@ -12,7 +12,7 @@ import ipaddress
 import secrets
 import socket
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -35,7 +35,7 @@ from ._agent import (
     refuse_unpriced_cost_limit,
 )
 from ._options import AgentOptions, ModelOptions, agent_options
-from ._sessions import open_store
+from ._sessions import Store, open_store
 from ._setup import CliError, load_tools, mcp_servers
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -168,8 +168,13 @@ def web_command(agent: AgentOptions, host: str, port: int, debug: bool) -> int:
         agent.cache,
         guard_kit(agent),
     )
+    return serve_until_stopped(_serve(settings, sock, host, debug), sock, store)
+
+
+def serve_until_stopped(main: Coroutine[Any, Any, None], sock: socket.socket, store: Store) -> int:
+    """Run the server ``main`` until Ctrl-C, then close its socket and its store and say so."""
     try:
-        asyncio.run(_serve(settings, sock, host, debug))
+        asyncio.run(main)
     except KeyboardInterrupt:
         pass
     finally:
