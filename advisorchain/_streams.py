@@ -1,5 +1,6 @@
 """Stream plumbing, in one place: closing a stream after ``async for``, collecting one, and tapping
-one (re-yielding every item and handing them all over once it ended normally).
+one (re-yielding every item and handing them all over once it ended normally), and draining a
+queue in batches of what is ready.
 
 A stream here is any async iterator: async generators can be closed (``aclose``), a plain async
 iterator may not be. Every module that consumes a stream goes through these helpers, so an early
@@ -8,10 +9,11 @@ stop, an error or a cancellation always closes what was opened.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Generic, TypeVar
 
-__all__ = ["close_stream", "closing", "collect", "tap"]
+__all__ = ["close_stream", "closing", "collect", "ready_batches", "tap"]
 
 T = TypeVar("T")
 
@@ -59,3 +61,20 @@ async def tap(stream: AsyncIterator[T], on_end: Callable[[list[T]], Awaitable[No
             items.append(item)
             yield item
     await on_end(items)
+
+
+async def ready_batches(queue: asyncio.Queue[T | None]) -> AsyncIterator[list[T]]:
+    """The items put on ``queue`` until a ``None``, in batches: each batch holds what is ready when
+    the reader asks (one item while the producer is slow, many when it is faster), never empty."""
+    ended = False
+    while not ended:
+        batch: list[T] = []
+        item = await queue.get()
+        while item is not None:
+            batch.append(item)
+            if queue.empty():
+                break
+            item = queue.get_nowait()
+        ended = item is None
+        if batch:
+            yield batch

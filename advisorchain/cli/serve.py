@@ -10,7 +10,6 @@ no URL is ever logged.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import secrets
 import sys
@@ -28,12 +27,11 @@ from ._agent import (
     close_model,
     guard_kit,
     open_knowledge_advisor,
-    refuse_unpriced_cost_limit,
 )
-from ._options import AgentOptions, ModelOptions, agent_options
+from ._options import AgentOptions, ModelOptions
 from ._sessions import open_store
 from ._setup import CliError, load_tools, mcp_servers
-from .web import _listen, is_loopback
+from .web import _listen, is_loopback, serve_until_stopped, served_agent_options, served_model
 
 __all__ = ["serve_command"]
 
@@ -44,17 +42,7 @@ _PROTOCOLS = ("agui", "a2a", "openai", "mcp")
 @click.option(
     "--protocol", type=click.Choice(_PROTOCOLS), required=True, help="What the agent speaks to its callers."
 )
-@agent_options(
-    model_default=None,
-    model_help="provider:name (openai, openai-responses, anthropic); "
-    "default: the scripted demo model, offline.",
-)
-@click.option(
-    "--host", default="127.0.0.1", show_default=True, help="Where to listen (loopback unless asked)."
-)
-@click.option(
-    "--port", type=click.IntRange(0, 65535), default=8000, show_default=True, help="0 picks a free port."
-)
+@served_agent_options
 @click.option("--token-env", metavar="NAME", default=None, help="Read the bearer token from this variable.")
 @click.option("--no-token", is_flag=True, help="Serve without a token (loopback only).")
 @click.option("--debug", is_flag=True, help="Show the server's log.")
@@ -75,30 +63,13 @@ def serve_command(
             "--session does not apply to serve: each request names its conversation (threadId, "
             "contextId, X-Conversation-Id or user)"
         )
-    if agent.model.model is None:
-        if agent.model.base_url is not None:
-            raise click.UsageError("--base-url needs --model, e.g. --model openai:llama3.2")
-        from .web_demo import demo_tools, web_demo_model
-
-        llm: Any = web_demo_model()
-        label, extra_tools = "the scripted demo model (offline)", demo_tools()
-    else:
-        llm = ModelChoice.build(agent.model).model
-        label, extra_tools = agent.model.model, []
-    refuse_unpriced_cost_limit(agent.budget, llm)
+    llm, label, extra_tools = served_model(agent, "the scripted demo model (offline)")
     tools = [*extra_tools, *load_tools(agent.tools)]
     servers = mcp_servers(agent.mcp, agent.mcp_url)
     store = open_store(agent.memory)
     sock = _listen(host, port)
-    try:
-        asyncio.run(_serve(protocol, agent, llm, label, tools, servers, store, sock, host, token, debug))
-    except KeyboardInterrupt:
-        pass
-    finally:
-        sock.close()
-        store.close()
-    Console(stderr=True, highlight=False).print("stopped", style="dim")
-    return 0
+    main = _serve(protocol, agent, llm, label, tools, servers, store, sock, host, token, debug)
+    return serve_until_stopped(main, sock, store)
 
 
 def _token(token_env: str | None, no_token: bool, host: str) -> str | None:

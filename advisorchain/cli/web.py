@@ -12,9 +12,10 @@ import ipaddress
 import secrets
 import socket
 import sys
+from collections.abc import Callable, Coroutine
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 from rich.console import Console
@@ -34,8 +35,10 @@ from ._agent import (
     refuse_unpriced_cost_limit,
 )
 from ._options import AgentOptions, ModelOptions, agent_options
-from ._sessions import open_store
+from ._sessions import Store, open_store
 from ._setup import CliError, load_tools, mcp_servers
+
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 __all__ = ["web_command"]
 
@@ -84,18 +87,49 @@ def _agent(settings: WebSettings, mcp_tools: list[object], knowledge: Any = None
     )
 
 
+def served_agent_options(command: _F) -> _F:
+    """The flags of a command that serves an agent (``web``, ``serve``): the agent's (the scripted
+    demo model without ``--model``), then ``--host`` and ``--port``."""
+    for flag in (
+        click.option(
+            "--port",
+            type=click.IntRange(0, 65535),
+            default=8000,
+            show_default=True,
+            help="0 picks a free port.",
+        ),
+        click.option(
+            "--host", default="127.0.0.1", show_default=True, help="Where to listen (loopback unless asked)."
+        ),
+        agent_options(
+            model_default=None,
+            model_help="provider:name (openai, openai-responses, anthropic); "
+            "default: the scripted demo model, offline.",
+        ),
+    ):
+        command = flag(command)
+    return command
+
+
+def served_model(agent: AgentOptions, demo_label: str) -> tuple[ChatModel, str, list[object]]:
+    """The served agent's model, what to call it, and the tools it adds: the scripted demo model
+    (``demo_label``) and its tools without ``--model``. A cost limit on an unpriced model is refused."""
+    if agent.model.model is None:
+        if agent.model.base_url is not None:
+            raise click.UsageError("--base-url needs --model, e.g. --model openai:llama3.2")
+        from .web_demo import demo_tools, web_demo_model
+
+        llm: ChatModel = web_demo_model()
+        label, extra_tools = demo_label, demo_tools()
+    else:
+        llm = ModelChoice.build(agent.model).model
+        label, extra_tools = agent.model.model, []
+    refuse_unpriced_cost_limit(agent.budget, llm)
+    return llm, label, extra_tools
+
+
 @click.command("web")
-@agent_options(
-    model_default=None,
-    model_help="provider:name (openai, openai-responses, anthropic); "
-    "default: the scripted demo model, offline.",
-)
-@click.option(
-    "--host", default="127.0.0.1", show_default=True, help="Where to listen (loopback unless asked)."
-)
-@click.option(
-    "--port", type=click.IntRange(0, 65535), default=8000, show_default=True, help="0 picks a free port."
-)
+@served_agent_options
 @click.option("--debug", is_flag=True, help="Show the traceback of a failure, and the server's log.")
 def web_command(agent: AgentOptions, host: str, port: int, debug: bool) -> int:
     """Serve a web page to chat with the agent: streamed answers, tool calls, approvals, a trace tree."""
@@ -103,18 +137,9 @@ def web_command(agent: AgentOptions, host: str, port: int, debug: bool) -> int:
     session, memory = agent.session, agent.memory
     if session is not None and not session.strip():
         raise click.BadParameter("a session needs a name", param_hint="'--session'")
-    if agent.model.model is None:
-        if agent.model.base_url is not None:
-            raise click.UsageError("--base-url needs --model, e.g. --model openai:llama3.2")
-        from .web_demo import demo_tools, web_demo_model
-
-        llm: ChatModel = web_demo_model()
-        label = "the scripted demo model (offline; --model provider:name for a real one)"
-        extra_tools: list[object] = demo_tools()
-    else:
-        llm = ModelChoice.build(agent.model).model
-        label, extra_tools = agent.model.model, []
-    refuse_unpriced_cost_limit(agent.budget, llm)
+    llm, label, extra_tools = served_model(
+        agent, "the scripted demo model (offline; --model provider:name for a real one)"
+    )
     loaded = [*extra_tools, *load_tools(agent.tools)]
     start = None
     if agent.agents is not None:
@@ -143,8 +168,13 @@ def web_command(agent: AgentOptions, host: str, port: int, debug: bool) -> int:
         agent.cache,
         guard_kit(agent),
     )
+    return serve_until_stopped(_serve(settings, sock, host, debug), sock, store)
+
+
+def serve_until_stopped(main: Coroutine[Any, Any, None], sock: socket.socket, store: Store) -> int:
+    """Run the server ``main`` until Ctrl-C, then close its socket and its store and say so."""
     try:
-        asyncio.run(_serve(settings, sock, host, debug))
+        asyncio.run(main)
     except KeyboardInterrupt:
         pass
     finally:

@@ -10,13 +10,14 @@ from __future__ import annotations
 import asyncio
 import hmac
 import ipaddress
-from collections.abc import AsyncIterator, Callable, Coroutine
-from typing import Any, TypeVar
+from collections.abc import AsyncIterator, Callable
 from urllib.parse import parse_qsl, urlsplit
 
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from .._serving import until_disconnect
+from .._streams import closing, ready_batches
 from ..errors import AdvisorChainError
 
 __all__ = [
@@ -224,33 +225,6 @@ def _replay(body: bytes, receive: Receive) -> Receive:
     return replayed
 
 
-T = TypeVar("T")
-
-
-async def until_disconnect(receive: Receive, work: Coroutine[Any, Any, T]) -> T | None:
-    """Run ``work`` while waiting for the client to go away; when it does, ``work`` is cancelled at
-    once (its run stops, memory stores nothing of the turn) and the result is None."""
-    task = asyncio.ensure_future(work)
-    watch = asyncio.ensure_future(wait_disconnect(receive))
-    try:
-        await asyncio.wait({task, watch}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for pending in (task, watch):
-            pending.cancel()
-        await asyncio.wait({task, watch})
-    if task.cancelled():
-        return None
-    return task.result()
-
-
-async def wait_disconnect(receive: Receive) -> None:
-    """Returns when the client has gone away."""
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            return
-
-
 class EventStream(Response):
     """A ``text/event-stream`` answer fed by ``frames`` (already encoded). A client that goes away is
     noticed at once, not at the next write: the frames' iterator is closed, which cancels the run."""
@@ -264,34 +238,15 @@ class EventStream(Response):
         self.init_headers({"cache-control": "no-store", "x-accel-buffering": "no"})
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        pump = asyncio.ensure_future(self._pump(send))
-        watch = asyncio.ensure_future(wait_disconnect(receive))
-        try:
-            await asyncio.wait({pump, watch}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for task in (pump, watch):
-                task.cancel()
-            await asyncio.wait({pump, watch})
-        failure = None if pump.cancelled() else pump.exception()
-        if failure is not None:
-            raise failure
+        await until_disconnect(receive, self._pump(send))
 
     async def _pump(self, send: Send) -> None:
         queue: asyncio.Queue[bytes | None] = asyncio.Queue()
         producer = asyncio.ensure_future(_produce(self._frames, queue))
         try:
             await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
-            ended = False
-            while not ended:  # what is ready goes out in one write
-                parts: list[bytes] = []
-                item = await queue.get()
-                while item is not None:
-                    parts.append(item)
-                    if queue.empty():
-                        break
-                    item = queue.get_nowait()
-                ended = item is None
-                if parts:
+            async with closing(ready_batches(queue)) as batches:
+                async for parts in batches:  # what is ready goes out in one write
                     await send({"type": "http.response.body", "body": b"".join(parts), "more_body": True})
             failure = producer.exception()
             if failure is not None:

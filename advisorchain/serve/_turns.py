@@ -21,13 +21,14 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._serving import served_memory
 from ..advisors import AdvisorParams, MessageChatMemoryAdvisor
 from ..advisors.memory import hold_turn
 from ..chain import Run
 from ..chain.events import RunListener
 from ..client import ChatClient, ChatClientRequestSpec
 from ..errors import ChainConfigurationError
-from ..memory import ChatMemory, MessageWindowChatMemory
+from ..memory import ChatMemory
 from ..messages import AssistantMessage, Message, ToolCall, ToolResponseMessage, UserMessage
 from ..model import ChatOptions
 from ..tools import Approved, Denied, ToolCallback, ToolContext, ToolDefinition, ToolMetadata
@@ -165,7 +166,9 @@ class ServeCore:
         if not isinstance(client, ChatClient):
             raise TypeError(f"the served agent must be a ChatClient, got {client!r}")
         self.client = client
-        self.memory, self._advisor = _memory_of(client, memory, own_memory)
+        self.memory, self._advisor = served_memory(
+            client, memory, own_memory=own_memory, fix="serve it with that memory, or none"
+        )
         # A request that names no conversation runs without memory: the client's own memory
         # advisor would file it under its default conversation, beside every other such request.
         kept = [a for a in client.default_advisors if not isinstance(a, MessageChatMemoryAdvisor)]
@@ -423,26 +426,3 @@ def _round_calls(stored: Sequence[Message], taken: _Round | None) -> tuple[ToolC
     history = taken.history if taken is not None else stored
     last = history[-1] if history else None
     return tuple(last.tool_calls) if isinstance(last, AssistantMessage) else ()
-
-
-def _memory_of(
-    client: ChatClient, memory: ChatMemory | None, own_memory: bool
-) -> tuple[ChatMemory | None, MessageChatMemoryAdvisor | None]:
-    """The memory the conversations live in, and the memory advisor the app adds to each request
-    (None when the client keeps that memory itself, or there is none)."""
-    own = [a for a in client.default_advisors if isinstance(a, MessageChatMemoryAdvisor)]
-    if memory is None:
-        if own:
-            return own[0].chat_memory, None
-        if not own_memory:
-            return None, None
-        memory = MessageWindowChatMemory(max_messages=200)
-        return memory, MessageChatMemoryAdvisor(memory)
-    if any(a.chat_memory is memory for a in own):
-        return memory, None
-    if own:
-        raise ChainConfigurationError(
-            "the client keeps its conversations in another memory (its MessageChatMemoryAdvisor's); "
-            "serve it with that memory, or none"
-        )
-    return memory, MessageChatMemoryAdvisor(memory)

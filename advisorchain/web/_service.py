@@ -17,13 +17,13 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from .._serving import served_memory
 from .._span_tree import SpanCollector, span_tree
-from .._streams import closing
-from ..advisors import MessageChatMemoryAdvisor, ToolCallingAdvisor
+from .._streams import closing, ready_batches
+from ..advisors import ToolCallingAdvisor
 from ..chain.vocabulary import AdvisorParams, Ordered
 from ..client import ChatClient, ChatClientRequestSpec
-from ..errors import ChainConfigurationError
-from ..memory import ChatMemory, MessageWindowChatMemory
+from ..memory import ChatMemory
 from ..messages import Message, ToolCall, UserMessage
 from ..model import ChatClientResponse, Usage
 from ..tools import Approved, Denied, ToolCallback
@@ -85,7 +85,9 @@ class WebService:
 
     def __init__(self, client: ChatClient, memory: ChatMemory | None) -> None:
         self.client = client
-        self.memory, self._memory_advisor = _memory_of(client, memory)
+        self.memory, self._memory_advisor = served_memory(
+            client, memory, own_memory=True, fix="pass that memory to create_app, or none"
+        )
         self._watch_order = _watch_order(client)
         self.collector = SpanCollector.install()
         self._known: set[str] = set()  # conversations opened here that have no message yet
@@ -231,17 +233,8 @@ class WebService:
         queue: asyncio.Queue[tuple[str, Any] | None] = asyncio.Queue()
         task = asyncio.create_task(self._produce(conversation_id, turn, queue))
         try:
-            ended = False
-            while not ended:
-                batch: list[tuple[str, Any]] = []
-                item = await queue.get()
-                while item is not None:
-                    batch.append(item)
-                    if queue.empty():
-                        break
-                    item = queue.get_nowait()
-                ended = item is None
-                if batch:
+            async with closing(ready_batches(queue)) as batches:
+                async for batch in batches:
                     yield batch
         finally:
             if not task.done():
@@ -426,27 +419,6 @@ def parse_turn(body: object) -> TurnRequest:
         reason = reason.strip() if reason else None
         decisions[call_id] = Approved() if decision["approved"] else Denied(reason or None)
     return TurnRequest(approvals=decisions)
-
-
-def _memory_of(
-    client: ChatClient, memory: ChatMemory | None
-) -> tuple[ChatMemory, MessageChatMemoryAdvisor | None]:
-    """The memory the conversations live in, and the memory advisor the page adds to each request
-    (None when the client keeps that memory itself)."""
-    own = [a for a in client.default_advisors if isinstance(a, MessageChatMemoryAdvisor)]
-    if memory is None:
-        if own:
-            return own[0].chat_memory, None
-        memory = MessageWindowChatMemory(max_messages=200)
-        return memory, MessageChatMemoryAdvisor(memory)
-    if any(a.chat_memory is memory for a in own):
-        return memory, None
-    if own:
-        raise ChainConfigurationError(
-            "the client keeps its conversations in another memory (its MessageChatMemoryAdvisor's); "
-            "pass that memory to create_app, or none"
-        )
-    return memory, MessageChatMemoryAdvisor(memory)
 
 
 def _watch_order(client: ChatClient) -> int:

@@ -23,7 +23,6 @@ does not parse, or nests too deep to parse, is a 400. The app hides the token in
 
 from __future__ import annotations
 
-import asyncio
 import hmac
 import json
 import logging
@@ -42,6 +41,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from .._serving import until_disconnect
 from ..client import ChatClient
 from ..memory import ChatMemory
 from ._service import Refused, WebService, check_id, parse_turn
@@ -331,17 +331,7 @@ class _EventStream(Response):
         self.init_headers({**_SECURITY_HEADERS, "x-accel-buffering": "no"})
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        pump = asyncio.create_task(self._pump(send))
-        watch = asyncio.create_task(_disconnected(receive))
-        try:
-            await asyncio.wait({pump, watch}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for task in (pump, watch):
-                task.cancel()
-            await asyncio.wait({pump, watch})
-        failure = None if pump.cancelled() else pump.exception()
-        if failure is not None:
-            raise failure
+        await until_disconnect(receive, self._pump(send))
 
     async def _pump(self, send: Send) -> None:
         try:
@@ -358,10 +348,3 @@ class _EventStream(Response):
 
 def _dumps(data: Any) -> str:
     return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
-
-
-async def _disconnected(receive: Receive) -> None:
-    while True:
-        message: Message = await receive()
-        if message["type"] == "http.disconnect":
-            return
