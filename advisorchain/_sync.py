@@ -23,7 +23,6 @@ import asyncio
 import concurrent.futures
 import contextvars
 import functools
-import signal
 import threading
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from typing import Any, Generic, TypeVar
@@ -58,21 +57,8 @@ def _start_bridge() -> asyncio.AbstractEventLoop:
     return _bridge[0]
 
 
-_PROCESS_SIGNALS = frozenset(
-    getattr(signal, name)
-    for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGALRM")
-    if hasattr(signal, name)
-)
-"""Signals sent to the process (Ctrl-C, kill): the bridge thread blocks them, so the kernel hands
-them to the main thread — whose wait on a step then ends in ``KeyboardInterrupt`` at once. Had the
-bridge thread taken one, the main thread would sleep on in its wait, unaware (the worker threads the
-loop starts inherit the mask)."""
-
-
 def _serve(loop: asyncio.AbstractEventLoop) -> None:
     """The bridge thread: run ``loop`` for good, whatever a step raises through it."""
-    if hasattr(signal, "pthread_sigmask"):
-        signal.pthread_sigmask(signal.SIG_BLOCK, _PROCESS_SIGNALS)
     while not loop.is_closed():
         try:
             loop.run_forever()
@@ -216,9 +202,11 @@ class _Step(Generic[T]):
 
     def _wait(self) -> tuple[bool, Any]:
         while (outcome := self._outcome) is None:
-            # Released once, after the outcome was set. Timed, so that a signal another thread
-            # caught (one the caller started) still reaches this thread's handler within the
-            # timeout: Python runs handlers only on the main thread, between bytecodes.
+            # Released once, after the outcome was set. Timed: the kernel may hand a Ctrl-C to
+            # another thread (the bridge's own), and Python runs its handler only on the main
+            # thread, between bytecodes — an untimed wait would sleep on, never interrupted.
+            # (Blocking signals in the bridge thread instead would pass the mask on to every
+            # process a step starts.)
             self._settled.acquire(timeout=_POLL)
         return outcome
 
