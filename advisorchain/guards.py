@@ -176,12 +176,9 @@ def check_guards(guards: Sequence[object], what: str, *, allow_empty: bool = Fal
 async def in_worker_thread(fn: Callable[..., Any], *args: Any) -> Any:
     """``fn(*args)`` in a worker thread where the running loop has them; inline on a loop that has
     none (a Temporal workflow's, whose code must be deterministic anyway)."""
-    try:
-        return await asyncio.to_thread(fn, *args)
-    except NotImplementedError:
-        if type(asyncio.get_running_loop()).run_in_executor is not asyncio.AbstractEventLoop.run_in_executor:
-            raise  # fn's own NotImplementedError
-        return fn(*args)
+    if type(asyncio.get_running_loop()).run_in_executor is asyncio.AbstractEventLoop.run_in_executor:
+        return fn(*args)  # a loop without executors (Temporal's workflow loop)
+    return await asyncio.to_thread(fn, *args)
 
 
 def _is_async(guard: object) -> bool:
